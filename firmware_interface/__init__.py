@@ -1,0 +1,1 @@
+"""aiko.firmware_interface"""

@@ -1,0 +1,15 @@
+"""aiko.model: the non-smooth 3D snake model of Transeth et al. (2008).
+
+Pure: no I/O, no asyncio, no logging set-up. Imports nothing of the other aiko
+packages.
+"""
+
+from .errors import AikoError, JointReferenceError, ParameterError, StateError
+from .params import SOLVERS, SnakeParams, SolverParams
+from .simulation import ConvergenceWarning, SnakeModel, SnakeState, StepStats
+
+__all__ = [
+    "AikoError", "ParameterError", "StateError", "JointReferenceError",
+    "SnakeParams", "SolverParams", "SOLVERS",
+    "SnakeModel", "SnakeState", "StepStats", "ConvergenceWarning",
+]

@@ -1,0 +1,150 @@
+"""Model and solver parameters as frozen dataclasses.
+
+Defaults are Aiko's (Transeth et al. 2008, section VIII-A). SI units throughout;
+any other unit is named in the field (``_deg``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from .errors import ParameterError
+
+__all__ = ["SnakeParams", "SolverParams", "SOLVERS"]
+
+SOLVERS = ("newton", "jor", "sor")
+
+
+@dataclass(frozen=True)
+class SnakeParams:
+    """Physical parameters of an n-link snake (all links equal).
+
+    Attributes follow the paper's symbols: ``L`` link length (joint to joint),
+    ``L_SC`` sphere/link radius, ``L_GS`` centre of gravity to sphere centre,
+    ``m`` link mass, ``Theta1``/``Theta3`` moments of inertia about the body x/y and
+    z axes (48), PD gains of (68)-(69), friction coefficients of (58) and (60).
+
+    ``mu_V`` (rolling friction, (60)) is not given in the paper. The default
+    0.001 is a small rolling resistance that damps free rolling of the links. The
+    presets' motion barely depends on it (link-6 travel over 3 s changes by a few
+    millimetres between 0, 0.001 and 0.01), while the contact solver needs about
+    4x (0.001) to 12x (0.01) more sweeps on lateral undulation than with 0: the
+    rolling columns of a link's two spheres are identical, which makes the
+    impulses non-unique (see the README's notes on the numerics).
+
+    ``e_N`` is a Newton restitution coefficient on the normal contact velocity
+    (Gehring et al. eq. 5); 0 is the paper's completely inelastic impact.
+
+    ``slope_deg`` inclines the ground about the y axis, rising toward +x. The
+    coordinates stay ground-fixed, so gravity gains ``-g sin(slope)`` along x.
+    """
+
+    n: int = 11
+    L: float = 0.122
+    L_SC: float = 0.0525
+    L_GS: float = 0.0393
+    m: float = 7.5 / 11
+    Theta1: float = 9.63e-4
+    Theta3: float = 2.35e-4
+    g: float = 9.81
+    K_hp: float = 40.0
+    K_hd: float = 0.2
+    K_vp: float = 800.0
+    K_vd: float = 0.2
+    mu_x: float = 0.2
+    mu_y: float = 0.2
+    mu_V: float = 0.001
+    e_N: float = 0.0
+    slope_deg: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n, int) or self.n < 1:
+            raise ParameterError("n", self.n, "the number of links must be an integer >= 1")
+        for name in ("L", "L_SC", "m", "Theta1", "Theta3"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ParameterError(name, value, "must be a positive finite number")
+        for name in ("L_GS", "g", "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ParameterError(name, value, "must be a non-negative finite number")
+        if not (0.0 <= self.e_N <= 1.0):
+            raise ParameterError("e_N", self.e_N, "the restitution coefficient must lie in [0, 1]")
+        if not (math.isfinite(self.slope_deg) and abs(self.slope_deg) < 90.0):
+            raise ParameterError("slope_deg", self.slope_deg, "the slope must lie in (-90, 90) degrees")
+
+    @property
+    def slope(self) -> float:
+        """Ground inclination in rad."""
+        return math.radians(self.slope_deg)
+
+    @property
+    def gravity(self) -> tuple[float, float, float]:
+        """Gravity vector in the ground-fixed frame, m/s^2."""
+        s = self.slope
+        return (-self.g * math.sin(s), 0.0, -self.g * math.cos(s))
+
+    def with_(self, **changes) -> "SnakeParams":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class SolverParams:
+    """Time-stepping and contact-solver settings.
+
+    ``solver``:
+      * ``"newton"``: the paper's modified Newton iteration (84)-(93): direct
+        bilateral impulses, then a Jacobi prox step on every contact with the fixed
+        ``r_N``, ``r_T``, ``r_V``; stops when the change of all impulses (93) is
+        below ``eps``.
+      * ``"jor"`` / ``"sor"``: Gehring et al.'s projected Jacobi / Gauss-Seidel
+        iterations with ``r = alpha / G_ll`` per contact, direct bilateral
+        impulses (their eq. 20) and the per-component tolerance
+        ``|dP| <= |P| T_rel + T_abs``.
+
+    Every solver also accepts a sweep whose velocity change is below
+    ``u_tol`` (m/s or rad/s, max norm): the contact impulses are not unique (the
+    problem is rank deficient), the velocities are.
+
+    ``active_tol`` (m) is the gap below which a contact is taken as closed (49);
+    a literal ``g_N <= 0`` lets resting contacts drop out on round-off.
+    """
+
+    dt: float = 0.00025
+    solver: str = "sor"
+    alpha: float = 1.0
+    r_N: float = 0.1
+    r_T: float = 0.01
+    r_V: float = 0.05
+    eps: float = 1e-10
+    T_rel: float = 1e-6
+    T_abs: float = 1e-10
+    u_tol: float = 1e-8
+    max_iter: int = 500
+    active_tol: float = 1e-12
+    projection: str = "link1"
+    warm_start: bool = field(default=True)
+
+    def __post_init__(self) -> None:
+        if self.solver not in SOLVERS:
+            raise ParameterError("solver", self.solver, f"must be one of {', '.join(SOLVERS)}")
+        if not (math.isfinite(self.dt) and self.dt > 0):
+            raise ParameterError("dt", self.dt, "the time step must be positive")
+        if not (0.0 < self.alpha < 2.0):
+            raise ParameterError("alpha", self.alpha, "the relaxation must lie in (0, 2)")
+        for name in ("r_N", "r_T", "r_V"):
+            if not getattr(self, name) > 0:
+                raise ParameterError(name, getattr(self, name), "must be positive")
+        for name in ("eps", "T_rel", "T_abs", "u_tol", "active_tol"):
+            if not getattr(self, name) >= 0:
+                raise ParameterError(name, getattr(self, name), "must be non-negative")
+        if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
+            raise ParameterError("max_iter", self.max_iter, "must be an integer >= 1")
+        if self.projection not in ("link1", "com"):
+            raise ParameterError("projection", self.projection, "must be 'link1' or 'com'")
+
+    def with_(self, **changes) -> "SolverParams":
+        """A copy with some fields changed."""
+        return replace(self, **changes)

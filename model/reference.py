@@ -1,0 +1,269 @@
+"""Readable dense twin of the compiled time step, for tests and diagnostics.
+
+Every matrix is built whole, as printed in the paper: W_N (6n, 2n) (18)-(20),
+W_T (6n, 4n) (22)-(32), W_V (6n, 4n) (36)-(37), W_J (6n, 4(n-1)) (39)-(43), the
+diagonal M (47)-(48), h, tau_C (62)-(64). The step follows (72)-(93) with the
+known corrections: the first half step (72) is explicit in q_A; the bilateral
+impulses solve gamma_JE = W_J^T u_E = 0,
+P_J = -G_J^-1 W_J^T [u_A + M^-1 (h dt + S + tau_C dt)] with
+G_J = W_J^T M^-1 W_J (the sign of (84) corrected); (24) uses r_GiCRi.
+
+Slow (dense linear algebra in Python); never used by the simulator itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .prox import prox_disc, prox_ellipse
+from .quaternion import H_bar, rotation_matrix, skew
+
+__all__ = ["reference_step", "dense_matrices", "reference_torques", "reference_joint_angles"]
+
+E = np.eye(3)
+
+
+def _pars(par):
+    keys = ("L", "L_SC", "L_GS", "m", "Theta1", "Theta3", "g_x", "g_y", "g_z",
+            "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V", "e_N")
+    return dict(zip(keys, (float(v) for v in par)))
+
+
+def _F(q: np.ndarray) -> np.ndarray:
+    """F(q) (7n, 6n) of (73)-(74)."""
+    n = q.shape[0]
+    F = np.zeros((7 * n, 6 * n))
+    for i in range(n):
+        F[7 * i:7 * i + 3, 6 * i:6 * i + 3] = E
+        F[7 * i + 3:7 * i + 7, 6 * i + 3:6 * i + 6] = 0.5 * H_bar(q[i, 3:]).T
+    return F
+
+
+def dense_matrices(q: np.ndarray, p: dict) -> dict:
+    """g_N (2n,), W_N, W_T, W_V, W_J at q, following (9)-(43) literally."""
+    n = q.shape[0]
+    Rs = [rotation_matrix(qi[3:] / np.linalg.norm(qi[3:])) for qi in q]
+    ez = E[:, 2]
+    D = np.array([[1.0, 0, 0], [0, 1.0, 0]]).T  # (29): 3 x 2
+    g_N = np.zeros(2 * n)
+    W_N = np.zeros((6 * n, 2 * n))
+    W_T = np.zeros((6 * n, 4 * n))
+    W_V = np.zeros((6 * n, 4 * n))
+    for side_idx, side in enumerate((1.0, -1.0)):  # F then R
+        for i in range(n):
+            R = Rs[i]
+            a = side_idx * n + i
+            zB = R[:, 2]
+            r_GS = side * p["L_GS"] * zB
+            g_N[a] = (q[i, :3] + r_GS) @ ez - p["L_SC"]  # (9)
+            r_GC = r_GS - p["L_SC"] * ez  # (14)-(16)
+            rt = skew(r_GC)
+            W_N[6 * i:6 * i + 6, a] = np.concatenate([ez, -(ez @ rt @ R)])  # (18)
+            Wp = np.column_stack([np.concatenate([E[:, k], -(E[:, k] @ rt @ R)])
+                                  for k in (0, 1)])  # (22), (24), (26)
+            Axy = np.diag([1.0, 1.0, 0.0])
+            nx = Axy @ zB
+            nx = nx / np.linalg.norm(nx) if np.linalg.norm(nx) > 1e-12 else E[:, 0]
+            ny = np.cross(ez, nx)
+            ny /= np.linalg.norm(ny)
+            R_IPi = np.column_stack([nx, ny, ez])  # (27)-(28)
+            Rbar = D.T @ R_IPi @ D  # (29)
+            W_T[6 * i:6 * i + 6, 2 * a:2 * a + 2] = Wp @ Rbar  # (30)
+            r_CS = p["L_SC"] * ez
+            WVt = np.hstack([np.zeros((2, 3)), D.T @ skew(r_CS) @ R])  # (36)
+            W_V[6 * i:6 * i + 6, 2 * a:2 * a + 2] = WVt.T
+    W_J = np.zeros((6 * n, 4 * max(n - 1, 0)))
+    for i in range(n - 1):
+        Ra, Rb = Rs[i], Rs[i + 1]
+        ezB = E[:, 2]
+        for chi in range(3):
+            e = E[:, chi]
+            col = np.concatenate([
+                e, -((p["L"] / 2) * e @ Ra @ skew(ezB)),
+                -e, -((p["L"] / 2) * e @ Rb @ skew(ezB))])  # (39)
+            W_J[6 * i:6 * i + 12, 4 * i + chi] = col
+        ya = Ra @ E[:, 1]
+        xb = Rb @ E[:, 0]
+        W_J[6 * i:6 * i + 12, 4 * i + 3] = np.concatenate([
+            np.zeros(3), -((Ra @ skew(E[:, 1])).T @ xb), np.zeros(3),
+            -((Rb @ skew(E[:, 0])).T @ ya)])  # (41)
+    return {"Rs": np.array(Rs), "g_N": g_N, "W_N": W_N, "W_T": W_T, "W_V": W_V, "W_J": W_J}
+
+
+def reference_joint_angles(Rs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """(65)-(67): (n-1, 4) = [alpha_h, alpha_v, omega_h, omega_v]."""
+    n = Rs.shape[0]
+    out = np.zeros((n - 1, 4))
+    for i in range(n - 1):
+        Rr = Rs[i].T @ Rs[i + 1]  # (63)
+        out[i, 1] = math.atan2(Rr[2, 1], Rr[2, 2])
+        out[i, 0] = -math.asin(np.clip(Rr[2, 0], -1, 1))
+        wJ = u[i + 1, 3:] - Rr.T @ u[i, 3:]
+        out[i, 2] = wJ[1]
+        out[i, 3] = wJ[0]
+    return out
+
+
+def reference_torques(Rs: np.ndarray, u: np.ndarray, refs: np.ndarray, p: dict) -> np.ndarray:
+    """tau_C (6n,) of (62)-(64) with the PD laws (68)-(69)."""
+    n = Rs.shape[0]
+    ang = reference_joint_angles(Rs, u) if n > 1 else np.zeros((0, 4))
+    th = np.zeros(n + 1)  # tau_h0 = tau_hn = 0
+    tv = np.zeros(n + 1)
+    for i in range(n - 1):
+        th[i + 1] = p["K_hp"] * (ang[i, 0] - refs[i, 0]) + p["K_hd"] * (ang[i, 2] - refs[i, 2])
+        tv[i + 1] = p["K_vp"] * (ang[i, 1] - refs[i, 1]) + p["K_vd"] * (ang[i, 3] - refs[i, 3])
+    tau = np.zeros(6 * n)
+    for i in range(n):  # paper index i + 1
+        t = np.array([0.0, th[i + 1], 0.0]) - np.array([tv[i], 0.0, 0.0])
+        if i > 0:
+            t -= (Rs[i].T @ Rs[i - 1]) @ np.array([0.0, th[i], 0.0])
+        if i < n - 1:
+            t += (Rs[i].T @ Rs[i + 1]) @ np.array([tv[i + 1], 0.0, 0.0])
+        tau[6 * i + 3:6 * i + 6] = t
+    return tau
+
+
+def _project(q: np.ndarray, L: float, keep_com: bool) -> np.ndarray:
+    """VII-C with rotation matrices, then back to quaternions."""
+    from .quaternion import from_rotation_matrix
+
+    q = q.copy()
+    n = q.shape[0]
+    com = q[:, :3].mean(axis=0)
+    Rs = [rotation_matrix(qi[3:]) for qi in q]
+    for i in range(n - 1):
+        Ra, Rb = Rs[i], Rs[i + 1]
+        x = np.cross(Ra[:, 1], Rb[:, 2])
+        if np.linalg.norm(x) > 1e-12:
+            x /= np.linalg.norm(x)
+            if x @ Rb[:, 0] < 0:
+                x = -x
+            Rb = np.column_stack([x, np.cross(Rb[:, 2], x), Rb[:, 2]])
+            Rs[i + 1] = Rb
+            p_new = from_rotation_matrix(Rb)
+            q[i + 1, 3:] = p_new if p_new @ q[i + 1, 3:] >= 0 else -p_new
+        q[i + 1, :3] = q[i, :3] + 0.5 * L * (Ra[:, 2] + Rb[:, 2])
+    if keep_com:
+        q[:, :3] += com - q[:, :3].mean(axis=0)
+    return q
+
+
+def reference_step(q, u, P, active, refs, par, sol, history: list | None = None):
+    """One time step; same arguments and results as the compiled ``_step``
+    (but returns new arrays): (q_E, u_E, P, active, iterations, converged).
+
+    ``history``, if given, receives the max-norm velocity change of every sweep.
+    """
+    p = _pars(par)
+    dt, kind, alpha = float(sol[0]), int(sol[1]), float(sol[2])
+    r_fixed = (float(sol[3]), float(sol[4]), float(sol[5]))
+    eps, T_rel, T_abs, u_tol = (float(s) for s in sol[6:10])
+    max_iter, active_tol = int(sol[10]), float(sol[11])
+    keep_com, warm = int(sol[12]) == 1, float(sol[13]) > 0.5
+    q = np.array(q, dtype=float)
+    u = np.array(u, dtype=float)
+    P = np.array(P, dtype=float)
+    active = np.array(active, dtype=bool)
+    n = q.shape[0]
+    uA = u.reshape(-1)
+    # (72) explicit midpoint
+    qM = (q.reshape(-1) + 0.5 * dt * _F(q) @ uA).reshape(n, 7)
+    qM[:, 3:] /= np.linalg.norm(qM[:, 3:], axis=1, keepdims=True)
+    mats = dense_matrices(qM, p)
+    Rs = mats["Rs"]
+    mdiag = np.tile([p["m"]] * 3 + [p["Theta1"], p["Theta1"], p["Theta3"]], n)
+    Minv = np.diag(1.0 / mdiag)
+    h = np.zeros(6 * n)
+    theta = np.diag([p["Theta1"], p["Theta1"], p["Theta3"]])
+    for i in range(n):
+        w = u[i, 3:]
+        h[6 * i:6 * i + 3] = p["m"] * np.array([p["g_x"], p["g_y"], p["g_z"]])
+        h[6 * i + 3:6 * i + 6] = -np.cross(w, theta @ w)
+    tau = reference_torques(Rs, u, refs, p)
+    W_J = mats["W_J"]
+    if n > 1:
+        G_J = W_J.T @ Minv @ W_J
+        A = Minv - Minv @ W_J @ np.linalg.solve(G_J, W_J.T @ Minv)
+    else:
+        A = Minv.copy()
+    closed = mats["g_N"] <= active_tol  # (49)
+    idx = np.flatnonzero(closed)
+    if not warm:
+        P[idx] = 0.0
+    active[:] = closed
+    # per-contact generalised force directions [w_N, W_T, W_V] (6n, 5)
+    Wc = {}
+    for c in idx:
+        Wc[c] = np.column_stack([mats["W_N"][:, c], mats["W_T"][:, 2 * c:2 * c + 2],
+                                 mats["W_V"][:, 2 * c:2 * c + 2]])
+
+    def velocity(Pc):
+        # (86) with the bilateral impulses solved directly
+        S = sum((Wc[c] @ Pc[c] for c in idx), np.zeros(6 * n))
+        rhs = uA + Minv @ (h * dt + S + tau * dt)
+        if n > 1:
+            P_J = -np.linalg.solve(W_J.T @ Minv @ W_J, W_J.T @ rhs)
+            return rhs + Minv @ W_J @ P_J
+        return rhs
+
+    uE = velocity(P)
+    it = 0
+    converged = idx.size == 0
+    r = {}
+    for c in idx:
+        G = Wc[c].T @ A @ Wc[c]
+        d = np.diag(G)
+        if kind == 0:
+            r[c] = r_fixed
+        else:
+            r[c] = (alpha / max(d[0], 1e-300), alpha / max(d[1], d[2], 1e-300),
+                    alpha / max(d[3], d[4], 1e-300))
+    gA = {c: Wc[c][:, 0] @ uA for c in idx}
+
+    def prox_group(c, gam, grp, pn):
+        rN, rT, rV = r[c]
+        if grp == 0:
+            return np.array([max(0.0, P[c, 0] - rN * (gam[0] + p["e_N"] * gA[c]))])
+        if grp == 1:
+            return prox_ellipse(P[c, 1:3] - rT * gam[1:3], p["mu_x"] * pn, p["mu_y"] * pn)
+        return prox_disc(P[c, 3:5] - rV * gam[3:5], p["mu_V"] * pn)
+
+    def prox_all(c, gam):
+        pn = prox_group(c, gam, 0, 0.0)[0]
+        return np.concatenate([[pn], prox_group(c, gam, 1, pn), prox_group(c, gam, 2, pn)])
+
+    groups = (slice(0, 1), slice(1, 3), slice(3, 5))
+    while not converged and it < max_iter:
+        it += 1
+        u_old = uE.copy()
+        ok = True
+        if kind == 2:  # normal, friction, rolling; velocities follow each
+            for c in idx:
+                for grp, sl in enumerate(groups):
+                    new = prox_group(c, Wc[c].T @ uE, grp, P[c, 0])
+                    dP = new - P[c, sl]
+                    uE = uE + A @ Wc[c][:, sl] @ dP
+                    ok &= bool(np.all(np.abs(dP) <= np.abs(P[c, sl]) * T_rel + T_abs))
+                    P[c, sl] = new
+        else:
+            new = {c: prox_all(c, Wc[c].T @ uE) for c in idx}
+            dP = np.array([new[c] - P[c] for c in idx])
+            ok = bool(np.all(np.abs(dP) <= np.abs(P[idx]) * T_rel + T_abs))
+            for c in idx:
+                P[c] = new[c]
+            uE = velocity(P)
+            if kind == 0:  # (93)
+                ok = (np.linalg.norm(dP[:, 0]) + np.linalg.norm(dP[:, 1:3])
+                      + np.linalg.norm(dP[:, 3:5])) < eps
+        du = float(np.max(np.abs(uE - u_old)))
+        if history is not None:
+            history.append(du)
+        converged = ok or du <= u_tol
+    # (83) and VII-C
+    qE = (qM.reshape(-1) + 0.5 * dt * _F(qM) @ uE).reshape(n, 7)
+    qE[:, 3:] /= np.linalg.norm(qE[:, 3:], axis=1, keepdims=True)
+    qE = _project(qE, p["L"], keep_com)
+    return qE, uE.reshape(n, 6), P, active, it, converged

@@ -1,0 +1,272 @@
+"""The model's public API: states, one model, advancing it in time.
+
+Pure: parameters and a state in, a new state out; no I/O but :meth:`SnakeState.save`
+/ :meth:`SnakeState.load` on a path the caller gives.
+
+Typical uses::
+
+    model = SnakeModel(SnakeParams(mu_x=0.1, mu_y=0.5), SolverParams(solver="sor"))
+    state = model.initial_state(alpha_h=a0, alpha_v=b0)         # or straight
+    # a streamer's references arrive every 100 ms: hold them until the next ones
+    state, stats = model.advance(state, t_end=state.t + 0.1, refs=refs)
+    # per-step references (a continuously evaluated gait)
+    state, stats = model.run_steps(state, refs_per_step)
+
+``refs`` are joint references (n-1, 4): ``[alpha_h_r, alpha_v_r, alphadot_h_r,
+alphadot_v_r]`` per joint (rad, rad/s) as used by the PD laws (68)-(69).
+States are small (a few hundred floats): copy, pickle or save them freely, e.g.
+to run sweeps in worker processes.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import _kernels as K
+from .errors import JointReferenceError, StateError
+from .params import SnakeParams, SolverParams
+from .posture import posture_from_joint_angles, straight_posture
+
+__all__ = ["SnakeState", "StepStats", "SnakeModel", "ConvergenceWarning"]
+
+
+class ConvergenceWarning(UserWarning):
+    """Some time steps hit the contact solver's iteration cap."""
+
+
+@dataclass
+class SnakeState:
+    """Everything that evolves: time, coordinates, velocities, warm-start impulses.
+
+    t: time (s); q (n, 7) coordinates (4); u (n, 6) velocities (5);
+    P (2n, 5) contact impulsions of the last step (rows as g_N in (10), columns
+    [P_N, P_Tx, P_Ty, P_Vx, P_Vy], N s); active (2n,) the closed contacts of the
+    last step (49). P rows of open contacts keep their last value (warm start);
+    :attr:`contact_impulses` shows them as zero.
+    """
+
+    t: float
+    q: np.ndarray
+    u: np.ndarray
+    P: np.ndarray
+    active: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.q.shape[0]
+
+    def copy(self) -> "SnakeState":
+        return SnakeState(self.t, self.q.copy(), self.u.copy(), self.P.copy(),
+                          self.active.copy())
+
+    @property
+    def positions(self) -> np.ndarray:
+        """Centres of gravity r_Gi of all links (n, 3), m."""
+        return self.q[:, :3].copy()
+
+    @property
+    def contact_impulses(self) -> np.ndarray:
+        """Contact impulsions of the last step (2n, 5), zero on open contacts."""
+        return np.where(self.active[:, None], self.P, 0.0)
+
+    def save(self, path: str | Path) -> None:
+        """Write the state to an .npz file (no pickles)."""
+        np.savez(path, t=np.array(self.t), q=self.q, u=self.u, P=self.P, active=self.active)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SnakeState":
+        """Read a state written by :meth:`save`; checks shapes and values."""
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                state = cls(float(f["t"]), f["q"].astype(float), f["u"].astype(float),
+                            f["P"].astype(float), f["active"].astype(bool))
+        except (OSError, KeyError, ValueError) as exc:
+            raise StateError(str(path), f"not a saved model state ({exc})") from exc
+        state.validate()
+        return state
+
+    def validate(self, n: int | None = None) -> None:
+        """Raise StateError unless shapes fit n links and values are finite."""
+        n = self.q.shape[0] if n is None else n
+        shapes = {"q": (n, 7), "u": (n, 6), "P": (2 * n, 5), "active": (2 * n,)}
+        for name, shape in shapes.items():
+            arr = getattr(self, name)
+            if not isinstance(arr, np.ndarray) or arr.shape != shape:
+                got = getattr(arr, "shape", type(arr).__name__)
+                raise StateError(name, f"expected shape {shape}, got {got}")
+        for name in ("q", "u", "P"):
+            if not np.all(np.isfinite(getattr(self, name))):
+                raise StateError(name, "contains non-finite values")
+        if not math.isfinite(self.t):
+            raise StateError("t", "is not finite")
+
+
+@dataclass
+class StepStats:
+    """Counters of a run of steps: steps, solver iterations (sum, max), and the
+    steps that hit the iteration cap unconverged."""
+
+    steps: int = 0
+    iterations: int = 0
+    max_iterations: int = 0
+    unconverged: int = 0
+
+    @property
+    def mean_iterations(self) -> float:
+        return self.iterations / self.steps if self.steps else 0.0
+
+    def __iadd__(self, other: "StepStats") -> "StepStats":
+        self.steps += other.steps
+        self.iterations += other.iterations
+        self.max_iterations = max(self.max_iterations, other.max_iterations)
+        self.unconverged += other.unconverged
+        return self
+
+
+@dataclass(frozen=True)
+class SnakeModel:
+    """The non-smooth snake model of Transeth et al. with its time-stepping.
+
+    Holds frozen parameters only; every method takes a state and returns a new one.
+    """
+
+    params: SnakeParams = field(default_factory=SnakeParams)
+    solver: SolverParams = field(default_factory=SolverParams)
+
+    # packed parameter vectors for the kernels
+    @property
+    def _par(self) -> np.ndarray:
+        p = self.params
+        gx, gy, gz = p.gravity
+        return np.array([p.L, p.L_SC, p.L_GS, p.m, p.Theta1, p.Theta3, gx, gy, gz,
+                         p.K_hp, p.K_hd, p.K_vp, p.K_vd, p.mu_x, p.mu_y, p.mu_V, p.e_N])
+
+    @property
+    def _sol(self) -> np.ndarray:
+        s = self.solver
+        return np.array([s.dt, K.SOLVER_CODES[s.solver], s.alpha, s.r_N, s.r_T, s.r_V,
+                         s.eps, s.T_rel, s.T_abs, s.u_tol, s.max_iter, s.active_tol,
+                         K.PROJECTION_CODES[s.projection], 1.0 if s.warm_start else 0.0])
+
+    @property
+    def n(self) -> int:
+        return self.params.n
+
+    @property
+    def dt(self) -> float:
+        return self.solver.dt
+
+    # ------------------------------------------------------------------ states
+    def state_from_q(self, q, t: float = 0.0, u=None) -> SnakeState:
+        """A state at the given coordinates (n, 7), velocities u (default zero)."""
+        n = self.n
+        q = np.array(q, dtype=float)
+        u = np.zeros((n, 6)) if u is None else np.array(u, dtype=float)
+        state = SnakeState(float(t), q, u, np.zeros((2 * n, 5)), np.zeros(2 * n, dtype=bool))
+        state.validate(n)
+        return state
+
+    def initial_state(self, alpha_h=None, alpha_v=None, height: float = 0.0) -> SnakeState:
+        """Start posture at rest: straight along x with link 1 at +x, or curved
+        with the given joint angles (rad, (n-1,) each); the lowest sphere points
+        ``height`` (m) above the ground."""
+        if alpha_h is None and alpha_v is None:
+            q = straight_posture(self.params, height)
+        else:
+            zeros = np.zeros(self.n - 1)
+            q = posture_from_joint_angles(
+                self.params, zeros if alpha_h is None else alpha_h,
+                zeros if alpha_v is None else alpha_v, height)
+        return self.state_from_q(q)
+
+    # ---------------------------------------------------------------- stepping
+    def _refs(self, refs, rows: int | None) -> np.ndarray:
+        nj = max(self.n - 1, 0)
+        if refs is None:
+            return np.zeros((1, nj, 4))
+        r = np.ascontiguousarray(refs, dtype=float)
+        if r.ndim == 2:
+            r = r[None]
+        if r.ndim != 3 or r.shape[1:] != (nj, 4):
+            raise JointReferenceError(f"expected shape ({nj}, 4) or (steps, {nj}, 4), "
+                                      f"got {np.shape(refs)}")
+        if rows is not None and r.shape[0] not in (1, rows):
+            raise JointReferenceError(f"{r.shape[0]} rows of references for {rows} steps")
+        if not np.all(np.isfinite(r)):
+            raise JointReferenceError("non-finite values")
+        return r
+
+    def _run(self, state: SnakeState, n_steps: int, refs: np.ndarray) -> tuple[SnakeState, StepStats]:
+        state.validate(self.n)
+        new = state.copy()
+        stats = np.zeros(3, dtype=np.int64)
+        if n_steps > 0:
+            K._advance(new.q, new.u, new.P, new.active, refs, self._par, self._sol,
+                       n_steps, stats)
+        new.t = state.t + n_steps * self.dt
+        st = StepStats(n_steps, int(stats[0]), int(stats[1]), int(stats[2]))
+        if st.unconverged:
+            warnings.warn(f"{st.unconverged} of {n_steps} steps reached the iteration cap "
+                          f"({self.solver.max_iter}) of the {self.solver.solver} solver",
+                          ConvergenceWarning, stacklevel=3)
+        if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.u))):
+            raise StateError("state", f"the simulation diverged before t = {new.t:.6g} s")
+        return new, st
+
+    def step(self, state: SnakeState, refs=None) -> tuple[SnakeState, StepStats]:
+        """One time step (72)-(83) with references (n-1, 4) (zero if None)."""
+        return self._run(state, 1, self._refs(refs, 1))
+
+    def steps_until(self, state: SnakeState, t_end: float) -> int:
+        """Number of steps from state.t to the step nearest t_end (>= 0)."""
+        return max(0, int(round((t_end - state.t) / self.dt)))
+
+    def advance(self, state: SnakeState, t_end: float, refs=None) -> tuple[SnakeState, StepStats]:
+        """Advance to the time step nearest ``t_end`` holding the references
+        ``refs`` (n-1, 4), as between two 10 Hz reference frames."""
+        return self._run(state, self.steps_until(state, t_end), self._refs(refs, None)[:1])
+
+    def run_steps(self, state: SnakeState, refs_per_step) -> tuple[SnakeState, StepStats]:
+        """Take one step per row of ``refs_per_step`` (steps, n-1, 4)."""
+        r = self._refs(refs_per_step, None)
+        return self._run(state, r.shape[0], r)
+
+    # ----------------------------------------------------------------- readout
+    def joint_angles(self, state: SnakeState) -> np.ndarray:
+        """Joint angles and rates (n-1, 4): [alpha_h, alpha_v, omega_h, omega_v],
+        (65)-(67)."""
+        Rs = self.rotations(state)
+        out = np.empty((max(self.n - 1, 0), 4))
+        K.joint_angles(Rs, state.u, out)
+        return out
+
+    def rotations(self, state: SnakeState) -> np.ndarray:
+        """R^I_Bi of every link (n, 3, 3)."""
+        Rs = np.empty((self.n, 3, 3))
+        K._all_rotations(np.ascontiguousarray(state.q), Rs)
+        return Rs
+
+    def contact_gaps(self, state: SnakeState) -> np.ndarray:
+        """g_N (2n,) of (10), m."""
+        return K.contact_gaps(np.ascontiguousarray(state.q), self.params.L_SC,
+                              self.params.L_GS, np.empty(2 * self.n))
+
+    def joint_gaps(self, state: SnakeState) -> np.ndarray:
+        """g_J (n-1, 4) of (12)-(13): translational gaps (m) and g_phi."""
+        return K.joint_gaps(np.ascontiguousarray(state.q), self.params.L,
+                            np.empty((max(self.n - 1, 0), 4)))
+
+    def momentum(self, state: SnakeState) -> tuple[np.ndarray, np.ndarray]:
+        """Linear momentum (3,) and angular momentum about the origin (3,)."""
+        m = self.params.m
+        theta = np.array([self.params.Theta1, self.params.Theta1, self.params.Theta3])
+        Rs = self.rotations(state)
+        p = m * state.u[:, :3].sum(axis=0)
+        spin = np.einsum("nij,nj->ni", Rs, theta * state.u[:, 3:])
+        ang = (np.cross(state.q[:, :3], m * state.u[:, :3]) + spin).sum(axis=0)
+        return p, ang
