@@ -77,9 +77,12 @@ def initial_state_for_gait(model: SnakeModel, gait: Gait, height: float = 0.0) -
 def simulate_gait(model: SnakeModel, gait: Gait, duration: float, rate: float = 20.0,
                   height: float = 0.0, state: SnakeState | None = None,
                   progress: Callable[[float], None] | None = None) -> SimulationResult:
-    """Simulate ``duration`` seconds of the gait, sampling at ``rate`` Hz from t = 0.
+    """Simulate ``duration`` seconds of the gait, sampling at ``rate`` Hz.
 
-    ``progress`` (optional) is called with the simulated time after each sample.
+    Starts from ``state`` (default: the gait's start posture at t = 0); the gait
+    is evaluated at the state's own time, so a run can be continued from its
+    final state. ``progress`` (optional) is called with the simulated time since
+    the start after each sample.
     """
     if not duration >= 0:
         raise ParameterError("duration", duration, "must be >= 0")
@@ -110,7 +113,7 @@ def simulate_gait(model: SnakeModel, gait: Gait, duration: float, rate: float = 
     while done < steps_total:
         m = min(sample_steps, steps_total - done)
         t_steps = t0 + (done + np.arange(m)) * dt
-        refs = references(gait, t_steps - t0, nj, t_start=ts)
+        refs = references(gait, t_steps, nj, t_start=ts)
         w0 = time.perf_counter()
         state, st = model.run_steps(state, refs)
         wall += time.perf_counter() - w0

@@ -546,14 +546,12 @@ def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
                           + AW[a, r, 3] * P[c, 3] + AW[a, r, 4] * P[c, 4])
         Pnew = np.empty((nact, 5))
         dP = np.empty(5)
-        uold = np.empty(nd)
         gam = np.empty(5)
         while iters < max_iter:
             iters += 1
-            for r in range(nd):
-                uold[r] = uE[r]
             dsum = 0.0
             imp_ok = True
+            res = 0.0
             for a in range(nact):
                 c = idx[a]
                 i = c % n
@@ -570,10 +568,12 @@ def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
                             gam[k] = s
                         _contact_prox(P[c], gam, grp, rN[a], rT[a], rV[a], gA[a],
                                       e_N, mu_x, mu_y, mu_V, Pnew[a])
+                        rk = rN[a] if grp == 0 else (rT[a] if grp == 1 else rV[a])
                         for k in range(k0, k1):
                             dP[k] = Pnew[a, k] - P[c, k]
                             if abs(dP[k]) > abs(P[c, k]) * sol[7] + sol[8]:
                                 imp_ok = False
+                            res = max(res, abs(dP[k]) / rk)
                             P[c, k] = Pnew[a, k]
                             if dP[k] != 0.0:
                                 for r in range(nd):
@@ -597,6 +597,11 @@ def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
                         dP[k] = Pnew[a, k] - P[c, k]
                         if abs(dP[k]) > abs(P[c, k]) * sol[7] + sol[8]:
                             imp_ok = False
+                    res = max(res, abs(dP[0]) / rN[a])
+                    for k in range(1, 3):
+                        res = max(res, abs(dP[k]) / rT[a])
+                    for k in range(3, 5):
+                        res = max(res, abs(dP[k]) / rV[a])
                     d_n += dP[0] * dP[0]
                     d_t += dP[1] * dP[1] + dP[2] * dP[2]
                     d_v += dP[3] * dP[3] + dP[4] * dP[4]
@@ -608,10 +613,9 @@ def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
                 if kind == 0:  # (93)
                     dsum = math.sqrt(d_n) + math.sqrt(d_t) + math.sqrt(d_v)
                     imp_ok = dsum < sol[6]
-            du = 0.0
-            for r in range(nd):
-                du = max(du, abs(uE[r] - uold[r]))
-            if imp_ok or du <= sol[9]:
+            # res: the largest violation of a prox equation (61), in velocity
+            # units, |P - prox(P - r gamma)| / r, taken at the start of the sweep
+            if imp_ok or res <= sol[9]:
                 converged = True
                 break
     # (83): second half step with u_E, then VII-C

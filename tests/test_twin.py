@@ -1,0 +1,89 @@
+"""The compiled step against its readable dense twin (aiko.model.reference), for
+every solver and several kinds of contact states; and the kernels' bodies run
+once without compilation."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from aiko.control import PRESETS, references
+from aiko.experiments.simulate import initial_state_for_gait
+from aiko.model import SnakeModel, SnakeParams, SolverParams
+from aiko.model.reference import reference_step
+
+
+def _states():
+    """(label, params, state, refs): resting, impacting, sliding, sidewinding."""
+    out = []
+    p = SnakeParams()
+    m = SnakeModel(p)
+    out.append(("resting", p, m.initial_state(), np.zeros((10, 4))))
+    s = m.state_from_q(m.initial_state(height=0.0).q, u=np.tile([0.1, 0.0, -0.5, 0.3, 0.2, 0.0],
+                                                                (11, 1)))
+    out.append(("impact", p, s, np.zeros((10, 4))))
+    ps = SnakeParams(slope_deg=20.0, mu_x=0.1, mu_y=0.4)
+    ms = SnakeModel(ps)
+    s, _ = ms.advance(ms.initial_state(), 0.05)
+    out.append(("sliding", ps, s, np.zeros((10, 4))))
+    g = PRESETS["sidewinding"]
+    s = initial_state_for_gait(m, g)
+    t = np.arange(2400) * m.dt
+    s, _ = m.run_steps(s, references(g, t, 10))
+    out.append(("sidewinding", p, s, references(g, s.t, 10)))
+    g = PRESETS["lateral-undulation-orthotropic"]
+    po = SnakeParams(mu_x=0.1, mu_y=0.5)
+    mo = SnakeModel(po)
+    s = initial_state_for_gait(mo, g)
+    s, _ = mo.run_steps(s, references(g, t[:1200], 10))
+    out.append(("undulation", po, s, references(g, s.t, 10)))
+    return out
+
+
+STATES = _states()
+
+
+@pytest.mark.parametrize("solver", ["newton", "jor", "sor"])
+@pytest.mark.parametrize("case", STATES, ids=[c[0] for c in STATES])
+def test_kernel_step_equals_dense_reference(case, solver):
+    label, params, state, refs = case
+    model = SnakeModel(params, SolverParams(solver=solver))
+    qE, uE, P, active, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
+                                               model._par, model._sol)
+    new, stats = model.step(state, refs)
+    assert stats.iterations == it
+    np.testing.assert_array_equal(new.active, active)
+    np.testing.assert_allclose(new.u, uE, atol=1e-11)
+    np.testing.assert_allclose(new.q, qE, atol=1e-13)
+    np.testing.assert_allclose(new.P[active], P[active], atol=1e-12)
+    assert (stats.unconverged == 0) == ok
+
+
+def test_kernels_without_jit_agree_with_compiled(tmp_path):
+    """NUMBA_DISABLE_JIT=1 runs the kernel bodies as Python (coverage of the
+    source itself); the results must equal the compiled ones."""
+    script = textwrap.dedent("""
+        import numpy as np, sys
+        from aiko.control import PRESETS, references
+        from aiko.experiments.simulate import initial_state_for_gait
+        from aiko.model import SnakeModel, SnakeParams, SolverParams
+        out = []
+        for solver in ("newton", "jor", "sor"):
+            m = SnakeModel(SnakeParams(n=4), SolverParams(solver=solver))
+            g = PRESETS["sidewinding"]
+            s = initial_state_for_gait(m, g, height=0.001)
+            s, st = m.run_steps(s, references(g, 0.3 + np.arange(40) * m.dt, 3))
+            out.append(np.concatenate([s.q.ravel(), s.u.ravel(), [st.iterations]]))
+        np.save(sys.argv[1], np.array(out))
+    """)
+    results = []
+    for jit_off in ("1", "0"):
+        path = tmp_path / f"r{jit_off}.npy"
+        env = dict(os.environ, NUMBA_DISABLE_JIT=jit_off)
+        subprocess.run([sys.executable, "-c", script, str(path)], check=True, env=env,
+                       timeout=600)
+        results.append(np.load(path))
+    np.testing.assert_allclose(results[0], results[1], rtol=0, atol=1e-12)
