@@ -81,17 +81,19 @@ def test_slope_sticks_when_tan_below_mu(solver):
     assert np.abs(s.q[:, :3] - s0.q[:, :3]).max() < 1e-10
 
 
-@pytest.mark.parametrize("solver,tol", [("newton", 1e-9), ("jor", 1e-6), ("sor", 1e-9)])
-def test_slope_slides_when_tan_above_mu(solver, tol):
+@pytest.mark.parametrize("solver,tol,tol_yz", [("newton", 1e-9, 1e-10), ("jor", 1e-6, 1e-6),
+                                                ("sor", 1e-9, 1e-10)])
+def test_slope_slides_when_tan_above_mu(solver, tol, tol_yz):
     """tan(15 deg) > 0.2: it slides down as x = -1/2 g (sin - mu cos) t^2 (to
-    1e-9 m after 1 s; JOR, which stops on its velocity tolerance more often, to
-    1e-6 m: measured 2e-7), without leaving the plane or turning."""
+    1e-9 m after 1 s), without leaving the plane or turning (1e-10 m). JOR stops
+    on its velocity tolerance with the impulses less settled: 1e-6 m for both
+    (measured 2e-7 m along x, 7e-8 m across)."""
     mu, slope = 0.2, 15.0
     s0, s, st = _slope_run(solver, slope, mu)
     a = math.radians(slope)
     expected = -0.5 * G * (math.sin(a) - mu * math.cos(a)) * s.t**2
     np.testing.assert_allclose(s.q[:, 0] - s0.q[:, 0], expected, atol=tol, rtol=0)
-    assert np.abs(s.q[:, 1:3] - s0.q[:, 1:3]).max() < 1e-10
+    assert np.abs(s.q[:, 1:3] - s0.q[:, 1:3]).max() < tol_yz
 
 
 def test_jor_reports_what_it_cannot_resolve():
