@@ -41,9 +41,10 @@ def posture_from_joint_angles(params: SnakeParams, alpha_h, alpha_v,
 
     alpha_h, alpha_v: (n-1,) joint angles as in (65)-(66), R^{B_i}_{B_i+1} =
     R_y(alpha_h) R_x(alpha_v). Link 1 starts along -x; with ``align`` the whole
-    snake is then turned about the vertical so that link 1's centre lies straight
-    ahead (+x) of link n's, and the centre of mass is put on the z axis. The
-    lowest sphere point is ``height`` above the ground.
+    snake is then turned about the vertical so that its centre line (the
+    least-squares line through the links' centres of gravity) lies along x with
+    link 1 toward +x, and the centre of mass is put on the z axis. The lowest
+    sphere point is ``height`` above the ground.
     """
     n = params.n
     alpha_h = np.asarray(alpha_h, dtype=float).reshape(-1)
@@ -62,8 +63,12 @@ def posture_from_joint_angles(params: SnakeParams, alpha_h, alpha_v,
     for i in range(n - 1):
         r[i + 1] = r[i] + 0.5 * params.L * (Rs[i][:, 2] + Rs[i + 1][:, 2])
     if align and n > 1:
-        d = r[0] - r[-1]
-        heading = np.arctan2(d[1], d[0]) if np.hypot(d[0], d[1]) > 1e-12 else 0.0
+        xy = r[:, :2] - r[:, :2].mean(axis=0)
+        _, vecs = np.linalg.eigh(xy.T @ xy)
+        d = vecs[:, -1]  # principal axis
+        if d @ (xy[0] - xy[-1]) < 0:
+            d = -d
+        heading = np.arctan2(d[1], d[0])
         Rz = _rot_z(-heading)
         r = r @ Rz.T
         Rs = [Rz @ R for R in Rs]

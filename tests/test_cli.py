@@ -1,0 +1,87 @@
+"""`aiko simulate`: the command's contract (CSV columns, summary, errors)."""
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from aiko.experiments.cli import main
+
+
+def aiko(*args):
+    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_csv_has_the_contracted_columns_and_rows(tmp_path):
+    out = tmp_path / "run.csv"
+    assert main(["simulate", "sidewinding", "--duration", "0.5", "--links", "4",
+                 "--rate", "10", "--out", str(out)]) == 0
+    with out.open() as f:
+        rows = list(csv.reader(f))
+    header = rows[0]
+    assert header == ["t", "x1", "y1", "z1", "x2", "y2", "z2", "x3", "y3", "z3", "x4", "y4", "z4",
+                      "ah1", "ah2", "ah3", "av1", "av2", "av3"]
+    data = np.array(rows[1:], dtype=float)
+    np.testing.assert_allclose(data[:, 0], np.arange(6) * 0.1, atol=1e-12)
+    assert np.all(np.isfinite(data))
+    assert data[0, 3] == pytest.approx(0.0525)  # resting on the ground at t = 0
+
+
+def test_summary_reports_link6_iterations_and_speed(capsys):
+    assert main(["simulate", "still", "--duration", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "link 6: start (" in out and "distance 0.0000 m" in out
+    assert "solver iterations mean" in out and "unconverged steps 0" in out
+    assert "us/step" in out and "realtime factor" in out
+
+
+def test_options_reach_the_model(capsys):
+    assert main(["simulate", "still", "--duration", "0.5", "--slope", "20", "--mu", "0.1",
+                 "--solver", "newton", "--links", "3", "--dt", "0.0005"]) == 0
+    out = capsys.readouterr().out
+    assert "3 links, mu_x 0.1, mu_y 0.1, slope 20 deg, solver newton, dt 0.0005 s" in out
+    # tan(20 deg) > 0.1: it slides down the slope (-x)
+    moved_x = float(out.split("moved (")[1].split(",")[0])
+    assert moved_x < -0.05
+
+
+def test_height_starts_in_the_air(tmp_path):
+    out = tmp_path / "h.csv"
+    assert main(["simulate", "still", "--duration", "0.05", "--height", "0.2",
+                 "--out", str(out)]) == 0
+    data = np.genfromtxt(out, delimiter=",", names=True)
+    assert data["z1"][0] == pytest.approx(0.2525)
+    assert data["z1"][1] < data["z1"][0]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["simulate", "slither"], "unknown gait"),
+    (["simulate", "still", "--dt", "-0.001"], "dt must be a positive number"),
+    (["simulate", "still", "--links", "0"], "links must be >= 1"),
+    (["simulate", "still", "--mu", "0.2", "--mu-x", "0.1"], "either --mu or --mu-x"),
+    (["simulate", "still", "--slope", "95"], "slope must lie in"),
+    (["simulate", "still", "--solver", "cg"], "invalid choice"),
+    (["simulate", "nope.toml"], "no such file"),
+])
+def test_bad_arguments_give_one_line_and_nonzero_exit(args, needle):
+    r = aiko(*args)
+    assert r.returncode != 0
+    assert needle in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert "Traceback" not in r.stderr
+
+
+def test_malformed_toml_is_one_line(tmp_path):
+    p = tmp_path / "g.toml"
+    p.write_text("[gait]\nA_h = 30\n")
+    r = aiko("simulate", str(p))
+    assert r.returncode == 2 and "gait.omega_h: missing required key" in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_unwritable_output_is_one_line(tmp_path):
+    r = aiko("simulate", "still", "--duration", "0.01", "--out", str(tmp_path / "no" / "x.csv"))
+    assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
