@@ -59,10 +59,11 @@ def _prox_ellipse(zx, zy, a, b):
     """Nearest point of {x^2/a^2 + y^2/b^2 <= 1} to (zx, zy); a, b >= 0.
 
     Solved in coordinates scaled by max(a, b) so that no square underflows; an
-    axis below 1e-150 of the other is taken as zero (a segment).
+    axis below 1e-150 of the other is taken as zero (a segment), and an ellipse
+    smaller than 1e-290 as the origin (the answer is off by less than that).
     """
     s = max(a, b)
-    if s <= 0.0:
+    if s <= 1e-290:
         return 0.0, 0.0
     a1 = a / s
     b1 = b / s

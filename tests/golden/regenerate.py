@@ -1,0 +1,23 @@
+"""Regenerate the golden trajectories: python tests/golden/regenerate.py
+
+Each file is the CSV of `aiko simulate` for a short, non-chaotic run. Only
+regenerate after a deliberate change of the model, and say why in the commit.
+"""
+
+from pathlib import Path
+
+from aiko.experiments.cli import main
+
+HERE = Path(__file__).parent
+
+CASES = {
+    "sidewinding_0.5s.csv": ["simulate", "sidewinding", "--duration", "0.5", "--rate", "20"],
+    "slope_slide_0.5s.csv": ["simulate", "still", "--duration", "0.5", "--rate", "20",
+                             "--slope", "15", "--links", "3"],
+    "drop_orthotropic_0.3s.csv": ["simulate", "lateral-undulation-orthotropic", "--duration",
+                                  "0.3", "--rate", "20", "--height", "0.02", "--links", "5"],
+}
+
+if __name__ == "__main__":
+    for name, args in CASES.items():
+        main([*args, "--out", str(HERE / name)])
