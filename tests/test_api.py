@@ -1,0 +1,109 @@
+"""The model's Python API: states, holding references, saving, small snakes,
+restitution, input checks."""
+
+import math
+
+import numpy as np
+import pytest
+
+from aiko.control import PRESETS, references
+from aiko.model import (JointReferenceError, ParameterError, SnakeModel, SnakeParams, SnakeState,
+                        SolverParams, StateError)
+
+
+def test_advance_holds_references_and_equals_stepping():
+    model = SnakeModel(SnakeParams(n=5))
+    s0 = model.initial_state()
+    refs = references(PRESETS["sidewinding"].with_(soft_start=False), 0.3, 4)
+    a, st = model.advance(s0, 0.1, refs)
+    assert st.steps == 400 and a.t == pytest.approx(0.1)
+    b, _ = model.run_steps(s0, np.repeat(refs[None], 400, axis=0))
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.u, b.u)
+    # the input state is left untouched (new state out)
+    np.testing.assert_array_equal(s0.q, model.initial_state().q)
+
+
+def test_state_copy_save_load_roundtrip(tmp_path):
+    model = SnakeModel(SnakeParams(n=4))
+    s, _ = model.advance(model.initial_state(height=0.01), 0.05)
+    c = s.copy()
+    c.q[0, 0] += 1.0
+    assert s.q[0, 0] != c.q[0, 0]
+    path = tmp_path / "state.npz"
+    s.save(path)
+    r = SnakeState.load(path)
+    for name in ("q", "u", "P", "active"):
+        np.testing.assert_array_equal(getattr(r, name), getattr(s, name))
+    assert r.t == s.t
+    # continuing from a restored state gives the same future
+    s1, _ = model.advance(s, 0.1)
+    r1, _ = model.advance(r, 0.1)
+    np.testing.assert_array_equal(s1.q, r1.q)
+
+
+def test_bad_state_files_and_shapes_are_clear_errors(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(StateError, match="not a saved model state"):
+        SnakeState.load(bad)
+    model = SnakeModel(SnakeParams(n=3))
+    with pytest.raises(StateError, match="q: expected shape"):
+        model.state_from_q(np.zeros((4, 7)))
+    q = model.initial_state().q
+    q[1, 2] = np.nan
+    with pytest.raises(StateError, match="non-finite"):
+        model.state_from_q(q)
+    with pytest.raises(JointReferenceError, match="expected shape"):
+        model.step(model.initial_state(), np.zeros((5, 4)))
+    with pytest.raises(JointReferenceError, match="non-finite"):
+        model.step(model.initial_state(), np.full((2, 4), np.inf))
+
+
+@pytest.mark.parametrize("kw", [dict(n=0), dict(L=-1.0), dict(e_N=1.5), dict(slope_deg=90.0),
+                                dict(mu_x=-0.1)])
+def test_bad_parameters(kw):
+    with pytest.raises(ParameterError):
+        SnakeParams(**kw)
+
+
+@pytest.mark.parametrize("kw", [dict(dt=0.0), dict(solver="cg"), dict(alpha=2.5),
+                                dict(max_iter=0), dict(projection="none")])
+def test_bad_solver_parameters(kw):
+    with pytest.raises(ParameterError):
+        SolverParams(**kw)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_tiny_snakes_fall_land_and_rest(n):
+    model = SnakeModel(SnakeParams(n=n))
+    s, st = model.advance(model.initial_state(height=0.02), 0.5)
+    assert st.unconverged == 0
+    assert -1e-3 < model.contact_gaps(s).min() <= 1e-9
+    assert np.abs(s.u).max() < 1e-9
+    assert model.joint_angles(s).shape == (n - 1, 4)
+
+
+def test_newton_restitution_bounces():
+    """One flat link dropped on its two spheres with e_N = 0.5 leaves the ground
+    at half its impact speed (Gehring et al. eq. 5); with e_N = 0 it stays."""
+    h = 0.05
+    v_in = math.sqrt(2 * 9.81 * h)
+    for e_N in (0.5, 0.0):
+        model = SnakeModel(SnakeParams(n=1, e_N=e_N, mu_x=0.0, mu_y=0.0))
+        s = model.initial_state(height=h)
+        vz_max = 0.0
+        while s.t < math.sqrt(2 * h / 9.81) + 0.01:
+            s, _ = model.step(s)
+            vz_max = max(vz_max, s.u[0, 2])
+        assert vz_max == pytest.approx(e_N * v_in, rel=0.02, abs=1e-9)
+
+
+def test_contact_impulses_carry_the_weight():
+    """Resting: the normal impulses per step add up to m g dt per link."""
+    p = SnakeParams()
+    model = SnakeModel(p)
+    s, _ = model.advance(model.initial_state(), 0.01)
+    P = s.contact_impulses
+    assert P[:, 0].sum() == pytest.approx(p.n * p.m * p.g * model.dt, rel=1e-6)
+    assert np.all(P[:, 0] >= 0)
