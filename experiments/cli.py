@@ -70,6 +70,26 @@ def _slope(text: str) -> float:
     return v
 
 
+def _node_count(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"nodes must be an integer, got {text!r}") from None
+    if not 1 <= v <= 63:
+        raise argparse.ArgumentTypeError(f"nodes must lie in 1..63, got {v}")
+    return v
+
+
+def _port(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be an integer, got {text!r}") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"port must lie in 0..65535, got {v}")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="aiko", description="Aiko snake robot: model, rig and trials.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -100,6 +120,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output sample rate, Hz (default 20)")
     s.add_argument("--out", type=Path, metavar="FILE.csv", help="write samples as CSV")
     s.set_defaults(func=cmd_simulate)
+
+    e = sub.add_parser("emulate", help="emulated joint modules behind an slcan adapter on TCP",
+                       description="Start emulated joint modules on a virtual CAN bus behind an "
+                                   "emulated serial-line CAN (slcan) adapter on a TCP port. "
+                                   "Reach it with python-can's slcan interface and the printed "
+                                   "socket:// channel. Ctrl-C stops it.")
+    e.add_argument("--nodes", type=_node_count, default=10, metavar="N",
+                   help="joint modules 1..N (default 10)")
+    e.add_argument("--port", type=_port, default=0, metavar="PORT",
+                   help="TCP port (default: any free one, printed)")
+    e.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1, loopback only)")
+    e.add_argument("--fault", action="append", default=[], metavar="NODE:KIND[=V][@T]",
+                   help="inject a fault: drop=F, delay=S, silent, encoder[=h|v], "
+                        "saturate[=h|v]; @T seconds after start (repeatable)")
+    e.set_defaults(func=cmd_emulate)
+
+    d = sub.add_parser("dbc", help="the joint protocol's DBC file and C code",
+                       description="Print where the DBC is, or write the C pack/unpack code "
+                                   "that cantools generates from it.")
+    d.add_argument("--c-source", type=Path, metavar="DIR",
+                   help="write aiko_joint.h and aiko_joint.c into DIR")
+    d.set_defaults(func=cmd_dbc)
     return p
 
 
@@ -171,6 +214,82 @@ def cmd_simulate(args: argparse.Namespace) -> int:
           f"{st.max_iterations}, unconverged steps {st.unconverged}")
     print(f"wall {res.wall_time:.2f} s, {res.us_per_step:.1f} us/step, "
           f"realtime factor {res.realtime_factor:.2f}")
+    return 0
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    import asyncio
+    import os
+    import signal
+
+    import can
+
+    from aiko.firmware_interface.emulator import JointModule
+    from aiko.firmware_interface.faults import faults_by_node
+    from aiko.firmware_interface.service import EmulatedJoints
+    from aiko.firmware_interface.slcan import SlcanAdapter
+
+    faults = faults_by_node(args.fault)
+    for node in faults:
+        if node > args.nodes:
+            raise _ArgError(f"aiko emulate: fault for node {node}, but only nodes 1..{args.nodes} "
+                            "exist")
+    channel = f"aiko-emulate-{os.getpid()}"
+
+    async def serve() -> None:
+        t0 = time.monotonic()
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        modules = [JointModule(i, faults=faults.get(i) or JointModule(i).faults)
+                   for i in range(1, args.nodes + 1)]
+        node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+        adapter_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+        try:
+            try:
+                adapter = SlcanAdapter(adapter_bus, host=args.host, port=args.port)
+                await adapter.__aenter__()
+            except OSError as exc:
+                raise _ArgError(f"aiko emulate: cannot listen on {args.host}:{args.port}: "
+                                f"{exc.strerror}") from exc
+            try:
+                print(f"aiko emulate: {args.nodes} joint modules behind an slcan adapter", flush=True)
+                print(f"channel: {adapter.channel}  (python-can interface 'slcan')", flush=True)
+                for node, f in sorted(faults.items()):
+                    print(f"fault on node {node}: {f}", flush=True)
+                joints = EmulatedJoints(node_bus, modules, clock=lambda: time.monotonic() - t0)
+                await joints.run()
+            finally:
+                await adapter.__aexit__(None, None, None)
+        finally:
+            node_bus.shutdown()
+            adapter_bus.shutdown()
+
+    try:
+        asyncio.run(serve())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    print("aiko emulate: stopped", flush=True)
+    return 0
+
+
+def cmd_dbc(args: argparse.Namespace) -> int:
+    from aiko.firmware_interface.dbc import DBC_PATH, load_database
+
+    if args.c_source is None:
+        print(DBC_PATH)
+        return 0
+    from cantools.database.can.c_source import generate
+
+    header, source, _, _ = generate(load_database(), "aiko_joint", "aiko_joint.h", "aiko_joint.c",
+                                    "aiko_joint_fuzzer.c", use_round=True)
+    try:
+        args.c_source.mkdir(parents=True, exist_ok=True)
+        (args.c_source / "aiko_joint.h").write_text(header)
+        (args.c_source / "aiko_joint.c").write_text(source)
+    except OSError as exc:
+        raise _ArgError(f"aiko dbc: cannot write into {args.c_source}: {exc.strerror}") from exc
+    print(f"wrote {args.c_source / 'aiko_joint.h'} and {args.c_source / 'aiko_joint.c'}")
     return 0
 
 

@@ -1,0 +1,404 @@
+"""Emulated joint modules: the firmware's behaviour as a pure state machine.
+
+One :class:`JointModule` per node. It owns no clock and no bus: the caller passes
+the time with every call and sends what it returns, so the same object runs in
+virtual time in tests and on a real bus in :mod:`aiko.firmware_interface.service`.
+
+* ``receive(t, arbitration_id, data, ...)`` handles one received frame;
+* ``tick(t)`` advances the joints to t and emits what falls due (heartbeats,
+  SYNC timeout, current-limit and encoder-fault EMCY);
+* both return a list of :class:`Outgoing` (a send time and a frame): replies can
+  be delayed by fault injection.
+
+The joint behind each motor is a first-order servo with a duty limit: duty (%) =
+clip(100 (k_p (ref - theta) + omega_ref / omega_max)), the motor turns at
+duty/100 * omega_max; saturation shows in the duty and the status bits. Between
+motor and link there is free play (backlash) of ``backlash`` rad that the
+encoder, on the motor, does not see. The link angles can be read and set from
+outside (on the simulated rig a physics model drives the link side).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from .codec import Emcy, Frame, FrameError, Heartbeat, JointState, Nmt, Ref, Sync, decode
+from .protocol import (CURRENT_LIMIT_TIME, HEARTBEAT_PERIOD, JOINT_LIMIT, MAX_NODE_ID,
+                       SYNC_TIMEOUT, EmcyCode, Motor, NmtCommand, NodeState, Status,
+                       error_register_bit)
+
+__all__ = ["JointModelParams", "FaultConfig", "Outgoing", "MotorAxis", "JointModule"]
+
+_MAX_SUBSTEP = 0.001
+
+
+@dataclass(frozen=True)
+class JointModelParams:
+    """The joint behind one motor.
+
+    omega_max: motor speed at full duty (rad/s); k_p: duty per rad of error
+    (1/rad, times 100 %); backlash: free play between motor and link (rad,
+    3-5 degrees on Aiko).
+    """
+
+    omega_max: float = 3.0
+    k_p: float = 20.0
+    backlash: float = math.radians(4.0)
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Faults to inject into one node (times on the caller's clock, s).
+
+    drop_fraction: share of frames lost, both received and sent;
+    silent_from: from then on the node transmits nothing (no heartbeat, STATE
+    or EMCY); encoder_fault_at: the encoder of ``encoder_motor`` fails then;
+    saturate_from: from then on ``saturate_motor`` has a tenth of its torque and
+    saturates; reply_delay: every transmission is delayed by this; seed: of the
+    drop decisions.
+    """
+
+    drop_fraction: float = 0.0
+    silent_from: float | None = None
+    encoder_fault_at: float | None = None
+    encoder_motor: int = Motor.H
+    saturate_from: float | None = None
+    saturate_motor: int = Motor.V
+    reply_delay: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.drop_fraction <= 1.0:
+            raise ValueError(f"drop_fraction must lie in [0, 1], got {self.drop_fraction}")
+        if self.reply_delay < 0:
+            raise ValueError(f"reply_delay must be >= 0, got {self.reply_delay}")
+        if self.encoder_motor not in (Motor.H, Motor.V) or self.saturate_motor not in (Motor.H,
+                                                                                        Motor.V):
+            raise ValueError("a fault's motor must be 0 (H) or 1 (V)")
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A frame to transmit at time ``at``."""
+
+    at: float
+    frame: Frame
+
+
+@dataclass
+class MotorAxis:
+    """One motor, its encoder and the link behind the free play."""
+
+    params: JointModelParams
+    theta: float = 0.0          # motor (encoder side) angle, rad
+    link: float = 0.0           # link angle, rad
+    duty: float = 0.0           # %
+    strength: float = 1.0       # share of the motor's torque available
+    encoder_ok: bool = True
+    reported: float = 0.0       # what the encoder reports
+
+    def advance(self, dt: float, target: float | None, omega_ref: float) -> None:
+        """Integrate dt seconds: servo to ``target`` (None: motor off, limp)."""
+        p = self.params
+        if target is None or not self.encoder_ok:
+            self.duty = 0.0
+            # a limp motor is back-driven by the link, inside the free play
+            self._couple(move_motor=True)
+        else:
+            err = target - self.theta
+            duty = 100.0 * (p.k_p * err + omega_ref / p.omega_max)
+            self.duty = max(-100.0, min(100.0, duty))
+            speed = self.duty / 100.0 * p.omega_max * self.strength
+            step = speed * dt
+            # the servo does not overshoot its target within one substep
+            if (err > 0 and step > err and omega_ref <= 0) or (err < 0 and step < err
+                                                              and omega_ref >= 0):
+                step = err
+            self.theta += step
+            self._couple(move_motor=False)
+        if self.encoder_ok:
+            self.reported = self.theta
+
+    def _couple(self, move_motor: bool) -> None:
+        half = 0.5 * self.params.backlash
+        d = self.link - self.theta
+        if move_motor:
+            if d > half:
+                self.theta = self.link - half
+            elif d < -half:
+                self.theta = self.link + half
+        else:
+            if d > half:
+                self.link = self.theta + half
+            elif d < -half:
+                self.link = self.theta - half
+
+    @property
+    def saturated(self) -> bool:
+        return abs(self.duty) >= 100.0 - 1e-9
+
+
+@dataclass
+class JointModule:
+    """The firmware of one joint module (node ids 1..63), in virtual time."""
+
+    node: int
+    params: JointModelParams = field(default_factory=JointModelParams)
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    limit: float = JOINT_LIMIT
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.node <= MAX_NODE_ID:
+            raise ValueError(f"node id must lie in 1..{MAX_NODE_ID}, got {self.node}")
+        self.axes = (MotorAxis(self.params), MotorAxis(self.params))
+        self.state = NodeState.BOOT_UP
+        self.powered = False
+        self._rng = random.Random(self.faults.seed * 1009 + self.node)
+        self._t = 0.0
+        self._next_heartbeat = math.inf
+        self._hb_origin = 0.0
+        self._hb_count = 0
+        self._stored_ref: Ref | None = None      # latest REF received
+        self._target = [0.0, 0.0]                # reference being applied
+        self._omega = [0.0, 0.0]
+        self._clamped = [False, False]
+        self._seen_sync = False
+        self._last_sync = 0.0
+        self._holding = False
+        self._holding_reported = False           # bit5 still owed to the next STATE
+        self._sat_since: list[float | None] = [None, None]
+        self._current_limit = [False, False]
+        self._encoder_reported = False
+        self.sent_nmt: list[int] = []            # NMT commands obeyed (for tests and demos)
+
+    # --------------------------------------------------------------- outside
+    @property
+    def link_angles(self) -> tuple[float, float]:
+        """(alpha_h, alpha_v) of the link side, rad."""
+        return self.axes[0].link, self.axes[1].link
+
+    def set_link_angles(self, alpha_h: float, alpha_v: float) -> None:
+        """Set the link side (e.g. from a physics model); the motors stay."""
+        self.axes[0].link = float(alpha_h)
+        self.axes[1].link = float(alpha_v)
+
+    @property
+    def motor_angles(self) -> tuple[float, float]:
+        return self.axes[0].theta, self.axes[1].theta
+
+    def set_angles(self, alpha_h: float, alpha_v: float) -> None:
+        """Place motors and links at the given angles (no free play taken up)."""
+        for ax, a in zip(self.axes, (alpha_h, alpha_v)):
+            ax.theta = ax.link = ax.reported = float(a)
+        self._target = [float(alpha_h), float(alpha_v)]
+
+    @property
+    def status(self) -> Status:
+        s = Status(0)
+        if self.state == NodeState.OPERATIONAL:
+            s |= Status.OPERATIONAL
+        if self.axes[0].saturated:
+            s |= Status.H_SATURATED
+        if self.axes[1].saturated:
+            s |= Status.V_SATURATED
+        if self._clamped[0]:
+            s |= Status.H_CLAMPED
+        if self._clamped[1]:
+            s |= Status.V_CLAMPED
+        if self._holding or self._holding_reported:
+            s |= Status.HOLDING
+        return s
+
+    # -------------------------------------------------------------- lifecycle
+    def power_up(self, t: float) -> list[Outgoing]:
+        """Switch the module on at t: boot-up heartbeat, then pre-operational."""
+        self.powered = True
+        self._t = t
+        return self._boot(t, keep_holding=False)
+
+    def _boot(self, t: float, keep_holding: bool) -> list[Outgoing]:
+        out = self._send(t, Heartbeat(self.node, NodeState.BOOT_UP))
+        self._stored_ref = None
+        if not keep_holding:
+            self._sat_since = [None, None]
+        self._enter(t, NodeState.PRE_OPERATIONAL, out)
+        self._hb_origin = t
+        self._hb_count = 1
+        self._next_heartbeat = t + HEARTBEAT_PERIOD
+        if not self.axes[self.faults.encoder_motor].encoder_ok:
+            self._encoder_reported = False  # re-detected after the restart
+        return out
+
+    def _enter(self, t: float, new: NodeState, out: list[Outgoing]) -> None:
+        old = self.state
+        if old == NodeState.OPERATIONAL and new != NodeState.OPERATIONAL:
+            was_active = any(self._clamped) or self._holding
+            self._clamped = [False, False]
+            self._holding = False
+            self._holding_reported = False
+            if was_active:
+                out += self._emcy(t, EmcyCode.ERROR_RESET, Motor.NONE)
+        self.state = new
+        if new in (NodeState.PRE_OPERATIONAL, NodeState.OPERATIONAL):
+            # hold the angle the motors have now
+            self._target = [self.axes[0].theta, self.axes[1].theta]
+            self._omega = [0.0, 0.0]
+        if new == NodeState.OPERATIONAL:
+            self._seen_sync = False
+            self._stored_ref = None
+
+    # -------------------------------------------------------------- receiving
+    def receive(self, t: float, arbitration_id: int, data: bytes, *, is_extended: bool = False,
+                is_remote: bool = False) -> list[Outgoing]:
+        """Handle one frame received at t (the joints are advanced to t first)."""
+        out = self.tick(t)
+        if not self.powered or is_extended or is_remote:
+            return out
+        if self.faults.drop_fraction and self._rng.random() < self.faults.drop_fraction:
+            return out
+        try:
+            frame = decode(arbitration_id, data)
+        except FrameError:  # unknown id or wrong DLC: ignored, never answered
+            return out
+        if isinstance(frame, Nmt):
+            if frame.node_id in (0, self.node):
+                out += self._nmt(t, frame.command)
+        elif isinstance(frame, Sync):
+            if self.state == NodeState.OPERATIONAL:
+                out += self._sync(t, frame.counter)
+        elif isinstance(frame, Ref) and frame.node == self.node:
+            if self.state == NodeState.OPERATIONAL:
+                self._stored_ref = frame
+        return out
+
+    def _nmt(self, t: float, command: int) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        if command == NmtCommand.START:
+            if self.state != NodeState.OPERATIONAL:
+                self._enter(t, NodeState.OPERATIONAL, out)
+        elif command == NmtCommand.STOP:
+            self._enter(t, NodeState.STOPPED, out)
+        elif command == NmtCommand.ENTER_PRE_OPERATIONAL:
+            if self.state != NodeState.PRE_OPERATIONAL:
+                self._enter(t, NodeState.PRE_OPERATIONAL, out)
+        elif command in (NmtCommand.RESET_NODE, NmtCommand.RESET_COMMUNICATION):
+            self._enter(t, NodeState.BOOT_UP, out)
+            out += self._boot(t, keep_holding=command == NmtCommand.RESET_COMMUNICATION)
+        else:
+            return out
+        self.sent_nmt.append(command)
+        return out
+
+    def _sync(self, t: float, counter: int) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        self._seen_sync = True
+        self._last_sync = t
+        if self._holding:
+            self._holding = False
+            self._holding_reported = True
+            out += self._emcy(t, EmcyCode.ERROR_RESET, Motor.NONE)
+        if self._stored_ref is not None:
+            self._apply(t, self._stored_ref, out)
+        out += self._send(t, self._state_frame(counter))
+        self._holding_reported = False
+        return out
+
+    def _apply(self, t: float, ref: Ref, out: list[Outgoing]) -> None:
+        for k, (a, w) in enumerate(((ref.alpha_h, ref.omega_h), (ref.alpha_v, ref.omega_v))):
+            clamped = abs(a) > self.limit
+            self._target[k] = max(-self.limit, min(self.limit, a))
+            self._omega[k] = 0.0 if clamped else w
+            if clamped and not self._clamped[k]:
+                self._clamped[k] = True
+                out += self._emcy(t, EmcyCode.JOINT_LIMIT, Motor(k))
+            elif not clamped and self._clamped[k]:
+                self._clamped[k] = False
+                out += self._emcy(t, EmcyCode.ERROR_RESET, Motor(k))
+
+    def _state_frame(self, counter: int) -> JointState:
+        lim = 32767e-4
+        ah = max(-lim, min(lim, self.axes[0].reported))
+        av = max(-lim, min(lim, self.axes[1].reported))
+        return JointState(self.node, ah, av, int(round(self.axes[0].duty)),
+                          int(round(self.axes[1].duty)), self.status, counter)
+
+    # --------------------------------------------------------------- ticking
+    def tick(self, t: float) -> list[Outgoing]:
+        """Advance the joints to t and emit what is due by then."""
+        out: list[Outgoing] = []
+        if not self.powered or t <= self._t:
+            return out
+        f = self.faults
+        while self._t < t:
+            h = min(_MAX_SUBSTEP, t - self._t)
+            now = self._t + h
+            if f.saturate_from is not None and now >= f.saturate_from:
+                self.axes[f.saturate_motor].strength = 0.1
+            if f.encoder_fault_at is not None and now >= f.encoder_fault_at:
+                self.axes[f.encoder_motor].encoder_ok = False
+            drive = self.state in (NodeState.OPERATIONAL, NodeState.PRE_OPERATIONAL)
+            for k, ax in enumerate(self.axes):
+                ax.advance(h, self._target[k] if drive else None,
+                           self._omega[k] if drive and not self._holding else 0.0)
+                if self._omega[k] and drive and not self._holding:
+                    self._target[k] = max(-self.limit, min(self.limit,
+                                                           self._target[k] + self._omega[k] * h))
+            self._t = now
+            out += self._conditions(now)
+            while self._next_heartbeat <= now + 1e-12:
+                out += self._send(self._next_heartbeat, Heartbeat(self.node, self.state))
+                self._hb_count += 1
+                self._next_heartbeat = self._hb_origin + self._hb_count * HEARTBEAT_PERIOD
+        return out
+
+    def _conditions(self, t: float) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        if (self.state == NodeState.OPERATIONAL and self._seen_sync and not self._holding
+                and t - self._last_sync >= SYNC_TIMEOUT - 1e-12):
+            self._holding = True
+            self._target = [self.axes[0].theta, self.axes[1].theta]
+            self._omega = [0.0, 0.0]
+            out += self._emcy(t, EmcyCode.SYNC_TIMEOUT, Motor.NONE)
+        for k, ax in enumerate(self.axes):
+            if ax.saturated:
+                if self._sat_since[k] is None:
+                    self._sat_since[k] = t
+                if not self._current_limit[k] and t - self._sat_since[k] > CURRENT_LIMIT_TIME:
+                    self._current_limit[k] = True
+                    out += self._emcy(t, EmcyCode.CURRENT_LIMIT, Motor(k))
+            else:
+                self._sat_since[k] = None
+                if self._current_limit[k]:
+                    self._current_limit[k] = False
+                    out += self._emcy(t, EmcyCode.ERROR_RESET, Motor(k))
+        m = self.faults.encoder_motor
+        if not self.axes[m].encoder_ok and not self._encoder_reported:
+            self._encoder_reported = True
+            out += self._emcy(t, EmcyCode.ENCODER_FAULT, Motor(m))
+        return out
+
+    # --------------------------------------------------------------- sending
+    def error_register(self) -> int:
+        reg = 0
+        if any(self._clamped):
+            reg |= error_register_bit(EmcyCode.JOINT_LIMIT)
+        if any(not ax.encoder_ok for ax in self.axes):
+            reg |= error_register_bit(EmcyCode.ENCODER_FAULT)
+        if any(self._current_limit):
+            reg |= error_register_bit(EmcyCode.CURRENT_LIMIT)
+        if self._holding:
+            reg |= error_register_bit(EmcyCode.SYNC_TIMEOUT)
+        return reg
+
+    def _emcy(self, t: float, code: int, motor: int) -> list[Outgoing]:
+        return self._send(t, Emcy(self.node, int(code), self.error_register(), int(motor)))
+
+    def _send(self, t: float, frame: Frame) -> list[Outgoing]:
+        f = self.faults
+        if f.silent_from is not None and t >= f.silent_from:
+            return []
+        if f.drop_fraction and self._rng.random() < f.drop_fraction:
+            return []
+        return [Outgoing(t + f.reply_delay, frame)]
