@@ -114,7 +114,8 @@ def format_frame(msg: can.Message) -> bytes:
 class SlcanAdapter:
     """The adapter: a TCP server (one client at a time, like a serial port)
     bridged to ``bus``. Use ``async with SlcanAdapter(bus, port=0) as a:`` and read
-    ``a.port``; counters ``frames_in``, ``frames_out``, ``errors``."""
+    ``a.port``; counters ``frames_in``, ``frames_out``, ``errors`` (commands
+    answered with BEL)."""
 
     def __init__(self, bus: can.BusABC, host: str = "127.0.0.1", port: int = 0) -> None:
         self.bus = bus
@@ -183,7 +184,10 @@ class SlcanAdapter:
                 buf += chunk
                 while b"\r" in buf:
                     line, buf = buf.split(b"\r", 1)
-                    writer.write(self._execute(line))
+                    reply = self._execute(line)
+                    if reply == ERROR:
+                        self.errors += 1
+                    writer.write(reply)
                 if len(buf) > MAX_LINE:  # garbage without CR: drop it
                     buf = b""
                     self.errors += 1
@@ -200,7 +204,6 @@ class SlcanAdapter:
         try:
             cmd = parse_command(line.strip(b"\n"))
         except SlcanError as exc:
-            self.errors += 1
             log.debug("slcan: %s", exc)
             return ERROR
         op = cmd.op
@@ -228,12 +231,10 @@ class SlcanAdapter:
             return OK
         # transmissions
         if not self._open or self._listen_only or cmd.frame is None:
-            self.errors += 1
             return ERROR
         try:
             self.bus.send(cmd.frame, timeout=0.1)
         except can.CanError as exc:
-            self.errors += 1
             log.warning("slcan: could not forward a frame: %s", exc)
             return ERROR
         self.frames_in += 1
