@@ -156,7 +156,7 @@ def test_slcan_adapter_answers_the_lawicel_commands():
             assert ask(b"t00020100") == b"z\r"     # NMT start, forwarded
             assert ask(b"bogus") == b"\a"
             assert ask(b"C") == b"\r"
-        assert a.adapter.frames_in == 1 and a.adapter.errors == 5
+        assert a.adapter.frames_in == 1 and a.adapter.errors == 4
 
 
 def test_python_can_slcan_client_in_process():
@@ -196,7 +196,8 @@ def test_aiko_emulate_from_a_separate_process():
             pc.shutdown()
         assert sorted(s.node for s in states) == [1, 2]
         assert heard == {1, 2}
-        assert stopped and all(f.state == NodeState.STOPPED for f in stopped)
+        last = {f.node: f.state for f in stopped}  # a heartbeat may cross the NMT
+        assert last == {1: NodeState.STOPPED, 2: NodeState.STOPPED}
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
         assert proc.returncode == 0, err
