@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import uuid
 from collections.abc import Iterable
 
-from .codec import Frame, encode
+import can
+
+from .codec import Frame, decode, encode
 from .emulator import FaultConfig, JointModelParams, JointModule, Outgoing
 
-__all__ = ["VirtualJointRig"]
+__all__ = ["VirtualJointRig", "BusJointRig"]
 
 
 class VirtualJointRig:
@@ -82,3 +85,45 @@ class VirtualJointRig:
                 continue
             out.append((at, f))
         return out
+
+
+class BusJointRig(VirtualJointRig):
+    """The same, but every frame crosses a python-can bus both ways (by default
+    a fresh virtual channel): the PC's frames are sent on one bus object and read
+    by the modules from another; their answers travel back the same way. Time is
+    still virtual: the rig reads the bus without waiting."""
+
+    def __init__(self, modules: Iterable[JointModule], t0: float = 0.0, *,
+                 pc_bus: can.BusABC | None = None, node_bus: can.BusABC | None = None) -> None:
+        super().__init__(modules, t0)
+        if pc_bus is None or node_bus is None:
+            channel = f"aiko-rig-{uuid.uuid4()}"
+            pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+            node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+        self.pc_bus = pc_bus
+        self.node_bus = node_bus
+
+    def close(self) -> None:
+        self.pc_bus.shutdown()
+        self.node_bus.shutdown()
+
+    def _collect(self, items: list[Outgoing]) -> None:
+        for o in items:
+            heapq.heappush(self._pending, (o.at, next(self._seq), o.frame))
+        while self._pending and self._pending[0][0] <= self.t + 1e-12:
+            at, _, frame = heapq.heappop(self._pending)
+            ident, data = encode(frame)
+            self.node_bus.send(can.Message(arbitration_id=ident, data=data, is_extended_id=False))
+            msg = self.pc_bus.recv(timeout=1.0)
+            self.log.append((at, decode(msg.arbitration_id, bytes(msg.data))))
+
+    def send_raw(self, arbitration_id: int, data: bytes, *, is_extended: bool = False,
+                 is_remote: bool = False) -> None:
+        self.pc_bus.send(can.Message(arbitration_id=arbitration_id, data=data,
+                                     is_extended_id=is_extended, is_remote_frame=is_remote,
+                                     dlc=len(data), check=False))
+        msg = self.node_bus.recv(timeout=1.0)
+        for m in self.modules:
+            self._collect(m.receive(self.t, msg.arbitration_id, bytes(msg.data[:msg.dlc]),
+                                    is_extended=msg.is_extended_id,
+                                    is_remote=msg.is_remote_frame))

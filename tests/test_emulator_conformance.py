@@ -1,5 +1,7 @@
 """The emulated joint modules against the protocol spec, behaviour by behaviour
-(joint-protocol.md, "Behaviour"), in virtual time."""
+(joint-protocol.md, "Behaviour"), in virtual time: every test runs twice, with
+frames handed to the modules directly and with every frame crossing python-can's
+virtual bus both ways."""
 
 import math
 import random
@@ -10,7 +12,26 @@ import pytest
 from aiko.firmware_interface.codec import Emcy, Heartbeat, JointState, Nmt, Ref, Sync
 from aiko.firmware_interface.emulator import FaultConfig, JointModelParams
 from aiko.firmware_interface.protocol import EmcyCode, Motor, NmtCommand, NodeState, Status
-from aiko.firmware_interface.virtual import VirtualJointRig
+from aiko.firmware_interface.virtual import BusJointRig, VirtualJointRig
+
+
+@pytest.fixture(autouse=True, params=["direct", "virtual-bus"])
+def rig_kind(request, monkeypatch):
+    """Run every test on both rigs: VirtualJointRig is replaced in this module."""
+    if request.param == "virtual-bus":
+        made = []
+
+        class Rig(BusJointRig):
+            def __init__(self, *a, **kw):
+                super().__init__(*a, **kw)
+                made.append(self)
+
+        monkeypatch.setitem(globals(), "VirtualJointRig", Rig)
+        yield request.param
+        for r in made:
+            r.close()
+    else:
+        yield request.param
 
 START, STOP, PREOP = NmtCommand.START, NmtCommand.STOP, NmtCommand.ENTER_PRE_OPERATIONAL
 RESET_NODE, RESET_COMM = NmtCommand.RESET_NODE, NmtCommand.RESET_COMMUNICATION
@@ -429,3 +450,10 @@ def test_random_frames_never_break_a_node():
     rig.advance(1.0)
     assert all(m.motor_angles[0] == pytest.approx(0.1, abs=1e-3) for m in rig.modules)
     assert all(m.state == NodeState.OPERATIONAL for m in rig.modules)
+
+
+def test_the_rig_is_the_one_announced(rig_kind):
+    rig = VirtualJointRig.with_nodes(1)
+    assert isinstance(rig, BusJointRig) == (rig_kind == "virtual-bus")
+    rig.power_up()
+    assert rig.received(Heartbeat, 1) == [(0.0, Heartbeat(1, NodeState.BOOT_UP))]
