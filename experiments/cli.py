@@ -137,6 +137,39 @@ def build_parser() -> argparse.ArgumentParser:
                         "saturate[=h|v]; @T seconds after start (repeatable)")
     e.set_defaults(func=cmd_emulate)
 
+    r = sub.add_parser("run", help="run a gait on Aiko: stream, supervise, log",
+                       description="Run a trial: bring the joint modules up, stream the gait's "
+                                   "references at 10 Hz over CAN, supervise the joints, log "
+                                   "motion capture, and record everything to an MCAP file. "
+                                   "Ctrl-C or SIGTERM stops safely.")
+    r.add_argument("gait", metavar="GAIT", help="a preset name or a gait .toml file")
+    r.add_argument("--rig", choices=("robot",), default="robot",
+                   help="robot: the real bus and motion capture (default)")
+    r.add_argument("--can-interface", default="socketcan", metavar="NAME",
+                   help="python-can interface: socketcan, slcan, pcan, kvaser, virtual, ...")
+    r.add_argument("--can-channel", default="can0", metavar="CH",
+                   help="channel, e.g. can0, /dev/ttyACM0, socket://127.0.0.1:PORT")
+    r.add_argument("--bitrate", type=int, default=None, metavar="B",
+                   help="bit rate in bit/s (robot: 1000000)")
+    r.add_argument("--nodes", type=_node_count, default=10, metavar="N",
+                   help="joint modules 1..N (default 10)")
+    r.add_argument("--mocap", default="none", metavar="SRC",
+                   help="vicon-udp[:PORT], vicon-datastream:HOST or none (default)")
+    r.add_argument("--mocap-subject", default="link6", metavar="NAME",
+                   help="the tracked object (UDP object name or DataStream subject)")
+    r.add_argument("--mocap-segment", default="link6", metavar="NAME",
+                   help="DataStream segment of the subject (default link6)")
+    r.add_argument("--mqtt", default=None, metavar="URL",
+                   help="telemetry broker, mqtt://[user:pass@]host[:port][/prefix] or mqtts://")
+    r.add_argument("--mqtt-ca", default=None, metavar="FILE", help="CA file for mqtts://")
+    r.add_argument("--duration", type=_positive("duration"), default=None, metavar="S",
+                   help="trial length, s (default: until Ctrl-C)")
+    r.add_argument("--startup-timeout", type=_positive("startup timeout"), default=2.0,
+                   metavar="S", help="wait this long for every node's heartbeat (default 2)")
+    r.add_argument("--out", type=Path, default=None, metavar="FILE.mcap",
+                   help="trial log (default trial-YYYYmmdd-HHMMSS.mcap)")
+    r.set_defaults(func=cmd_run)
+
     d = sub.add_parser("dbc", help="the joint protocol's DBC file and C code",
                        description="Print where the DBC is, or write the C pack/unpack code "
                                    "that cantools generates from it.")
@@ -258,7 +291,13 @@ def cmd_emulate(args: argparse.Namespace) -> int:
                 for node, f in sorted(faults.items()):
                     print(f"fault on node {node}: {f}", flush=True)
                 joints = EmulatedJoints(node_bus, modules, clock=lambda: time.monotonic() - t0)
-                await joints.run()
+                try:
+                    await joints.run()
+                finally:
+                    for m in modules:
+                        cmds = ", ".join(f"0x{c:02X}" for c in m.nmt_obeyed) or "none"
+                        print(f"node {m.node}: {m.state.name.lower()}, NMT obeyed: {cmds}",
+                              flush=True)
             finally:
                 await adapter.__aexit__(None, None, None)
         finally:
@@ -270,6 +309,129 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     print("aiko emulate: stopped", flush=True)
+    return 0
+
+
+def _parse_mocap(spec: str) -> tuple[str, str | None, int | None]:
+    if spec == "none":
+        return "none", None, None
+    kind, _, arg = spec.partition(":")
+    if kind == "vicon-udp":
+        if not arg:
+            return kind, None, 51001
+        try:
+            port = int(arg)
+        except ValueError:
+            raise _ArgError(f"aiko run: --mocap {spec}: the port must be an integer") from None
+        if not 0 <= port <= 65535:
+            raise _ArgError(f"aiko run: --mocap {spec}: port out of range")
+        return kind, None, port
+    if kind == "vicon-datastream" and arg:
+        return kind, arg, None
+    raise _ArgError(f"aiko run: --mocap {spec!r}: expected vicon-udp[:PORT], "
+                    "vicon-datastream:HOST or none")
+
+
+class _StatusLine:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, snap: dict) -> None:
+        if not self.enabled:
+            return
+        p = snap["link6"]
+        pos = "link 6 (no data)" if p is None else f"link 6 ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f}) m"
+        sys.stderr.write(f"\r t {snap['t']:7.1f} s  periods {snap['periods']}  late "
+                         f"{snap['late']}  nodes ok {snap['nodes_ok']}/{snap['nodes']}  {pos}   ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+    from datetime import datetime
+
+    from aiko.control.gait import get_gait
+    from aiko.drivers.can_bus import CanDriver
+    from aiko.drivers.clock import TrialClock
+    from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
+    from aiko.drivers.telemetry import MqttConfig, MqttTelemetry
+    from aiko.experiments.trial import (TrialConfig, dbc_attachment, jitter_summary, run_trial,
+                                        trial_metadata)
+    from aiko.experiments.triallog import TrialLog
+
+    gait = get_gait(args.gait)
+    mocap_kind, mocap_host, mocap_port = _parse_mocap(args.mocap)
+    mqtt_cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca) if args.mqtt else None
+    config = TrialConfig(gait=args.gait, nodes=args.nodes, duration=args.duration, rig=args.rig,
+                         can_interface=args.can_interface, can_channel=args.can_channel,
+                         bitrate=args.bitrate, mocap=args.mocap, mocap_subject=args.mocap_subject,
+                         mocap_segment=args.mocap_segment, mqtt=args.mqtt,
+                         startup_timeout=args.startup_timeout)
+    out = args.out or Path(f"trial-{datetime.now():%Y%m%d-%H%M%S}.mcap")
+    status = _StatusLine(sys.stderr.isatty())
+
+    async def trial():
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+        clock = TrialClock()
+        with TrialLog(out, trial_metadata(config, gait), dbc_attachment()) as tlog:
+            can_io = CanDriver.open(args.can_interface, args.can_channel, clock, args.bitrate,
+                                    on_tx=lambda t, i, d: tlog.write("/can/tx", t,
+                                                                     {"id": i, "data": d.hex()}))
+            async with can_io:
+                mocap = None
+                if mocap_kind == "vicon-udp":
+                    mocap = ViconUdpSource(args.mocap_subject, clock, port=mocap_port)
+                elif mocap_kind == "vicon-datastream":
+                    mocap = ViconDataStreamSource(mocap_host, args.mocap_subject,
+                                                  args.mocap_segment, clock)
+                telemetry = None
+                if mqtt_cfg is not None:
+                    telemetry = MqttTelemetry(mqtt_cfg, out.stem)
+                if mocap is None:
+                    return await run_trial(config, gait, can_io, clock, tlog,
+                                           telemetry=telemetry, status=status)
+                async with mocap:
+                    return await run_trial(config, gait, can_io, clock, tlog, mocap_source=mocap,
+                                           telemetry=telemetry, status=status)
+
+    interrupted = False
+    result = None
+    try:
+        result = asyncio.run(trial())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        interrupted = True
+    finally:
+        status.close()
+    if interrupted or result is None:
+        print(f"aiko run: interrupted; joints sent to the safe state; log: {out}")
+        return 130
+    st = result.stream
+    print(f"trial {result.reason}: {gait.name}, {result.duration:.1f} s, {st.periods} periods, "
+          f"{st.late} late, {st.missed} missed, STATE matched {st.states_matched} "
+          f"(unmatched {st.states_unmatched}), nodes ok {result.nodes_ok}/{args.nodes}")
+    js = jitter_summary(st)
+    if js:
+        print("period jitter p50 {jitter_p50_ms:.2f} ms, p99 {jitter_p99_ms:.2f} ms, max "
+              "{jitter_max_ms:.2f} ms".format(**js)
+              + ("; SYNC->STATE p50 {rtt_p50_ms:.2f} ms, p99 {rtt_p99_ms:.2f} ms".format(**js)
+                 if "rtt_p50_ms" in js else ""))
+    print(f"CAN tx {result.can['tx']} rx {result.can['rx']} errors "
+          f"{result.can['tx_errors'] + result.can['rx_errors']} dropped {result.can['rx_dropped']}"
+          + (f"; mocap {result.mocap}" if result.mocap else "")
+          + (f"; mqtt {result.telemetry}" if result.telemetry else ""))
+    if result.last_link6 is not None:
+        x, y, z = result.last_link6
+        print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
+    print(f"log: {out}")
+    if result.reason == "fault":
+        print(f"aiko run: fault: {result.fault}", file=sys.stderr)
+        return 1
     return 0
 
 

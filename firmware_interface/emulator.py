@@ -171,7 +171,7 @@ class JointModule:
         self._sat_since: list[float | None] = [None, None]
         self._current_limit = [False, False]
         self._encoder_reported = False
-        self.sent_nmt: list[int] = []            # NMT commands obeyed (for tests and demos)
+        self.nmt_obeyed: list[int] = []            # NMT commands obeyed (for tests and demos)
 
     # --------------------------------------------------------------- outside
     @property
@@ -288,7 +288,7 @@ class JointModule:
             out += self._boot(t, keep_holding=command == NmtCommand.RESET_COMMUNICATION)
         else:
             return out
-        self.sent_nmt.append(command)
+        self.nmt_obeyed.append(command)
         return out
 
     def _sync(self, t: float, counter: int) -> list[Outgoing]:

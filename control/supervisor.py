@@ -1,0 +1,184 @@
+"""The supervisor: brings the joints up, watches them, decides when to stop.
+
+Takes a CAN driver (``send(ident, data)``, ``await receive(timeout)``), a clock and
+an event sink; knows the protocol through the codec. Its decisions are plain
+methods (``on_frame``, ``check``) so they are tested without a bus.
+
+The safe state: on a stop the PC stops streaming and sends NMT "enter
+pre-operational" to every node. The firmware then ignores REF and SYNC and its
+motors hold the angles they have: the robot freezes where it is instead of going
+limp (NMT stop) or being reset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiko.firmware_interface.codec import Emcy, Frame, Heartbeat, JointState, Nmt, encode
+from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
+from aiko.model.errors import AikoError
+
+__all__ = ["FaultPolicy", "Supervisor", "TrialFault", "NodesMissingError", "SAFE_STATE_COMMAND"]
+
+log = logging.getLogger(__name__)
+
+SAFE_STATE_COMMAND = NmtCommand.ENTER_PRE_OPERATIONAL
+
+
+class TrialFault(AikoError):
+    """A condition that stops the trial."""
+
+    def __init__(self, kind: str, node: int | None, reason: str) -> None:
+        self.kind = kind
+        self.node = node
+        self.reason = reason
+        super().__init__(reason)
+
+
+class NodesMissingError(AikoError):
+    """Expected joint modules did not send a heartbeat in time."""
+
+    def __init__(self, missing: list[int], timeout: float) -> None:
+        self.missing = missing
+        self.timeout = timeout
+        nodes = ", ".join(str(n) for n in missing)
+        super().__init__(f"no heartbeat from joint node{'s' if len(missing) > 1 else ''} "
+                         f"{nodes} within {timeout:g} s")
+
+
+@dataclass(frozen=True)
+class FaultPolicy:
+    """Which conditions stop a trial (defaults: the safe choices)."""
+
+    heartbeat_timeout: float = 0.3
+    stop_on_lost_node: bool = True
+    stop_on_encoder_fault: bool = True
+    stop_on_current_limit: bool = True
+    stop_on_node_not_operational: bool = True
+
+
+@dataclass
+class NodeHealth:
+    last_heartbeat: float | None = None
+    state: int | None = None
+    status: Status = Status(0)
+    emcy: list[int] = field(default_factory=list)
+
+
+class Supervisor:
+    """Bring-up, heartbeat watch, EMCY and status watch, safe stop."""
+
+    def __init__(self, can_io, nodes: list[int], clock, policy: FaultPolicy = FaultPolicy(),
+                 on_event: Callable[[float, str, dict], None] | None = None) -> None:
+        self.can_io = can_io
+        self.nodes = list(nodes)
+        self.clock = clock
+        self.policy = policy
+        self.on_event = on_event or (lambda t, kind, data: None)
+        self.health = {n: NodeHealth() for n in self.nodes}
+        self.fault: TrialFault | None = None
+        self.started_at: float | None = None
+
+    # ----------------------------------------------------------------- events
+    def _event(self, kind: str, **data) -> None:
+        self.on_event(self.clock.now(), kind, data)
+
+    def _raise_fault(self, kind: str, node: int | None, reason: str) -> None:
+        if self.fault is None:
+            self.fault = TrialFault(kind, node, reason)
+            self._event("fault", fault=kind, node=node, reason=reason)
+            log.error("fault: %s", reason)
+
+    # -------------------------------------------------------------- bring-up
+    async def bring_up(self, timeout: float = 2.0, on_frame: Callable | None = None) -> None:
+        """Wait for every node's heartbeat, then NMT start them all."""
+        from aiko.firmware_interface.codec import FrameError, decode
+
+        deadline = self.clock.now() + timeout
+        self._event("waiting_for_nodes", nodes=self.nodes, timeout=timeout)
+        while True:
+            missing = [n for n in self.nodes if self.health[n].last_heartbeat is None]
+            if not missing:
+                break
+            left = deadline - self.clock.now()
+            if left <= 0:
+                self._event("nodes_missing", missing=missing)
+                raise NodesMissingError(missing, timeout)
+            rx = await self.can_io.receive(timeout=min(left, 0.05))
+            if rx is None:
+                continue
+            if on_frame is not None:
+                on_frame(rx)
+            try:
+                frame = decode(rx.arbitration_id, rx.data)
+            except FrameError:
+                continue
+            self.on_frame(rx.t, frame)
+        self.send_nmt(NmtCommand.START)
+        self.started_at = self.clock.now()
+        self._event("nodes_started", nodes=self.nodes)
+
+    def send_nmt(self, command: int, node: int = 0) -> bool:
+        return self.can_io.send(*encode(Nmt(int(command), node)))
+
+    # ---------------------------------------------------------------- watching
+    def on_frame(self, t: float, frame: Frame) -> None:
+        """Take a decoded frame from the bus (dispatcher)."""
+        node = getattr(frame, "node", None)
+        if node not in self.health:
+            return
+        h = self.health[node]
+        if isinstance(frame, Heartbeat):
+            h.last_heartbeat = t
+            h.state = frame.state
+            if (self.started_at is not None and self.policy.stop_on_node_not_operational
+                    and frame.state == NodeState.BOOT_UP):
+                self._raise_fault("node_reset", node, f"joint node {node} restarted")
+        elif isinstance(frame, Emcy):
+            h.emcy.append(frame.error_code)
+            self._event("emcy", node=node, error_code=frame.error_code,
+                        error_register=int(frame.error_register), motor=frame.motor)
+            if frame.error_code == EmcyCode.ENCODER_FAULT and self.policy.stop_on_encoder_fault:
+                self._raise_fault("encoder_fault", node,
+                                  f"joint node {node}: encoder fault on motor "
+                                  f"{'HV'[frame.motor] if frame.motor in (0, 1) else '?'}")
+            if frame.error_code == EmcyCode.CURRENT_LIMIT and self.policy.stop_on_current_limit:
+                self._raise_fault("current_limit", node,
+                                  f"joint node {node}: motor current limit held for over 200 ms")
+        elif isinstance(frame, JointState):
+            h.status = frame.status
+
+    def check(self) -> TrialFault | None:
+        """Apply the heartbeat watch at the current time; the fault, if any."""
+        now = self.clock.now()
+        if self.policy.stop_on_lost_node and self.started_at is not None:
+            for n, h in self.health.items():
+                last = h.last_heartbeat if h.last_heartbeat is not None else self.started_at
+                if now - last > self.policy.heartbeat_timeout:
+                    self._raise_fault("lost_node", n, f"joint node {n} lost: no heartbeat for "
+                                                      f"{now - last:.2f} s")
+        return self.fault
+
+    def nodes_ok(self) -> int:
+        now = self.clock.now()
+        return sum(1 for h in self.health.values() if h.last_heartbeat is not None
+                   and now - h.last_heartbeat <= self.policy.heartbeat_timeout)
+
+    async def watch(self, period: float = 0.02) -> None:
+        """Raise TrialFault as soon as a stopping condition appears."""
+        t = self.clock.now()
+        while True:
+            fault = self.check()
+            if fault is not None:
+                raise fault
+            t += period
+            await self.clock.sleep_until(t)
+
+    def safe_stop(self, reason: str) -> None:
+        """Put every node in the safe state (NMT enter pre-operational)."""
+        ok = self.send_nmt(SAFE_STATE_COMMAND)
+        self._event("safe_stop", reason=reason, nmt=int(SAFE_STATE_COMMAND), sent=ok)
+        log.info("safe stop (%s): NMT 0x%02X to all nodes%s", reason, SAFE_STATE_COMMAND,
+                 "" if ok else " FAILED")

@@ -1,0 +1,164 @@
+"""python-can under asyncio: one Notifier bridge, a bounded receive queue, counters.
+
+:class:`CanDriver` is an async context manager around any python-can bus::
+
+    async with CanDriver.open("slcan", "socket://127.0.0.1:4000", bitrate=1_000_000,
+                              clock=clock) as can_io:
+        can_io.send(ident, data)
+        frame = await can_io.receive(timeout=0.1)
+
+* Buses are created with ``ignore_config=True``: a user's ~/.canrc or CAN_*
+  variables cannot change them.
+* Received frames are stamped on the trial clock (python-can's own stamps are
+  wall-clock) and put into a bounded queue of ``queue_size`` frames. Overflow
+  policy: the newest frame is dropped and counted (``rx_dropped``); a full queue
+  means the consumer is stuck, and the frames already queued are the older
+  evidence.
+* ``send`` never blocks the loop for long: it uses a send timeout of
+  ``send_timeout`` (a few ms) and counts a failed send as ``tx_errors``.
+* Every transmitted frame is handed to ``on_tx`` (the log), since most interfaces
+  do not echo own frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import can
+
+from aiko.model.errors import AikoError
+
+__all__ = ["CanDriver", "RxFrame", "CanDriverError", "CanCounters"]
+
+log = logging.getLogger(__name__)
+
+
+class CanDriverError(AikoError):
+    """The CAN interface cannot be opened or has failed."""
+
+    def __init__(self, interface: str, channel: str, reason: str) -> None:
+        self.interface = interface
+        self.channel = channel
+        super().__init__(f"CAN {interface} {channel}: {reason}")
+
+
+@dataclass(frozen=True)
+class RxFrame:
+    t: float               # trial clock, s
+    arbitration_id: int
+    data: bytes
+    is_extended: bool = False
+    is_remote: bool = False
+    is_error: bool = False
+
+
+@dataclass
+class CanCounters:
+    tx: int = 0
+    rx: int = 0
+    tx_errors: int = 0
+    rx_errors: int = 0
+    rx_dropped: int = 0
+
+
+class _Bridge(can.Listener):
+    """Runs where the Notifier delivers (loop or its thread): stamps and queues."""
+
+    def __init__(self, driver: "CanDriver", loop: asyncio.AbstractEventLoop) -> None:
+        self.driver = driver
+        self.loop = loop
+
+    def on_message_received(self, msg: can.Message) -> None:
+        d = self.driver
+        frame = RxFrame(d.clock.now(), msg.arbitration_id, bytes(msg.data[:msg.dlc]),
+                        msg.is_extended_id, msg.is_remote_frame, msg.is_error_frame)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            d._put(frame)
+        else:
+            self.loop.call_soon_threadsafe(d._put, frame)
+
+    def on_error(self, exc: Exception) -> None:
+        self.driver.counters.rx_errors += 1
+        self.driver.failure = exc
+        log.error("CAN receive failed: %s", exc)
+
+
+class CanDriver:
+    """An asyncio face of one python-can bus (see the module docstring)."""
+
+    def __init__(self, bus: can.BusABC, clock, *, queue_size: int = 10000,
+                 send_timeout: float = 0.005, on_tx: Callable[[float, int, bytes], None] | None = None,
+                 owns_bus: bool = False) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.queue: asyncio.Queue[RxFrame] = asyncio.Queue(maxsize=queue_size)
+        self.send_timeout = send_timeout
+        self.on_tx = on_tx
+        self.counters = CanCounters()
+        self.failure: Exception | None = None
+        self._owns_bus = owns_bus
+        self._notifier: can.Notifier | None = None
+
+    @classmethod
+    def open(cls, interface: str, channel: str, clock, bitrate: int | None = None,
+             **kwargs) -> "CanDriver":
+        """Create the bus (config files ignored) and a driver that owns it."""
+        extra = {}
+        if bitrate is not None:
+            extra["bitrate"] = bitrate
+        if interface == "slcan":
+            extra.setdefault("sleep_after_open", 0)
+        try:
+            bus = can.Bus(interface=interface, channel=channel, ignore_config=True, **extra)
+        except (can.CanError, OSError, ValueError, ImportError) as exc:
+            raise CanDriverError(interface, channel, str(exc) or type(exc).__name__) from exc
+        return cls(bus, clock, owns_bus=True, **kwargs)
+
+    async def __aenter__(self) -> "CanDriver":
+        loop = asyncio.get_running_loop()
+        self._notifier = can.Notifier(self.bus, [_Bridge(self, loop)], timeout=0.05, loop=loop)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._notifier is not None:
+            self._notifier.stop()  # before the bus goes
+        if self._owns_bus:
+            self.bus.shutdown()
+
+    def _put(self, frame: RxFrame) -> None:
+        self.counters.rx += 1
+        try:
+            self.queue.put_nowait(frame)
+        except asyncio.QueueFull:
+            self.counters.rx_dropped += 1
+
+    def send(self, arbitration_id: int, data: bytes) -> bool:
+        """Transmit one standard frame; False (counted) if the interface refused."""
+        msg = can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False)
+        t = self.clock.now()
+        try:
+            self.bus.send(msg, timeout=self.send_timeout)
+        except (can.CanError, OSError) as exc:
+            self.counters.tx_errors += 1
+            log.warning("CAN send 0x%03X failed: %s", arbitration_id, exc)
+            return False
+        self.counters.tx += 1
+        if self.on_tx is not None:
+            self.on_tx(t, arbitration_id, data)
+        return True
+
+    async def receive(self, timeout: float | None = None) -> RxFrame | None:
+        """The next received frame, or None after ``timeout`` seconds."""
+        if timeout is None:
+            return await self.queue.get()
+        try:
+            return await asyncio.wait_for(self.queue.get(), timeout)
+        except TimeoutError:
+            return None

@@ -1,0 +1,268 @@
+"""Motion capture sources behind one interface, and the logger that samples them.
+
+A source is an async context manager with ``latest() -> MocapSample | None``: the
+newest frame it has received for the tracked object. Sources:
+
+* :class:`ViconUdpSource`: Vicon Tracker's UDP Object Stream (default port
+  51001): little-endian packed datagrams, u32 frame number, u8 item count, then per
+  item u8 id, u16 size (72), char name[24], 3 float64 translation (mm), 3 float64
+  rotation (rad). The stream has no occlusion flag or latency: an object missing
+  from a datagram is occluded. Malformed datagrams are ignored and counted.
+* :class:`ViconDataStreamSource`: the Vicon DataStream SDK (``vicon_dssdk``,
+  installed with Vicon's SDK, not from PyPI), polled in a worker thread: frame
+  number, segment translation with its occluded flag, total latency.
+* ``None``: no motion capture.
+
+:class:`MocapLogger` samples a source at a fixed rate on absolute deadlines and
+hands every sample to a sink, marking repeated frame numbers as ``stale``:
+nothing is dropped or invented.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiko.model.errors import AikoError
+
+__all__ = ["MocapSample", "ViconUdpSource", "ViconDataStreamSource", "MocapLogger",
+           "MocapUnavailableError", "encode_object_stream", "decode_object_stream",
+           "ObjectStreamError", "VICON_UDP_PORT"]
+
+log = logging.getLogger(__name__)
+
+VICON_UDP_PORT = 51001
+_HEAD = struct.Struct("<IB")
+_ITEM_HEAD = struct.Struct("<BH")
+_ITEM_BODY = struct.Struct("<24s6d")
+
+
+class MocapUnavailableError(AikoError):
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        super().__init__(f"motion capture {source}: {reason}")
+
+
+class ObjectStreamError(ValueError):
+    """A datagram that is not a Tracker UDP Object Stream packet."""
+
+
+@dataclass(frozen=True)
+class MocapSample:
+    """One motion-capture reading.
+
+    t_receive: trial clock (s) when it arrived; frame: the source's frame number;
+    position: (x, y, z) in m, None when occluded; latency: the source's own
+    figure (s) where it reports one; stale: the logger saw this frame number
+    before (no new frame since the previous sample).
+    """
+
+    t_receive: float
+    frame: int
+    position: tuple[float, float, float] | None
+    latency: float | None = None
+    stale: bool = False
+
+    @property
+    def occluded(self) -> bool:
+        return self.position is None
+
+
+def encode_object_stream(frame: int, objects: dict[str, tuple]) -> bytes:
+    """A Tracker UDP Object Stream datagram: objects name -> (x, y, z mm, rx, ry, rz)."""
+    out = [_HEAD.pack(frame, len(objects))]
+    for name, vals in objects.items():
+        raw = name.encode("ascii")[:23]
+        out.append(_ITEM_HEAD.pack(0, 72) + _ITEM_BODY.pack(raw, *map(float, vals)))
+    return b"".join(out)
+
+
+def decode_object_stream(data: bytes) -> tuple[int, dict[str, tuple[float, ...]]]:
+    """(frame number, {name: (x, y, z mm, rx, ry, rz rad)}); ObjectStreamError if malformed."""
+    if len(data) < _HEAD.size:
+        raise ObjectStreamError(f"datagram of {len(data)} bytes is shorter than its header")
+    frame, count = _HEAD.unpack_from(data, 0)
+    pos = _HEAD.size
+    objects = {}
+    for _ in range(count):
+        if pos + _ITEM_HEAD.size > len(data):
+            raise ObjectStreamError("datagram ends inside an item header")
+        _, size = _ITEM_HEAD.unpack_from(data, pos)
+        pos += _ITEM_HEAD.size
+        if size != _ITEM_BODY.size or pos + size > len(data):
+            raise ObjectStreamError(f"item of size {size} (expected 72) or truncated")
+        name_raw, *vals = _ITEM_BODY.unpack_from(data, pos)
+        pos += size
+        if not all(math.isfinite(v) for v in vals):
+            raise ObjectStreamError("non-finite value")
+        name = name_raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
+        objects[name] = tuple(vals)
+    if pos != len(data):
+        raise ObjectStreamError(f"{len(data) - pos} bytes after the last item")
+    return frame, objects
+
+
+class _UdpProtocol(asyncio.DatagramProtocol):
+    def __init__(self, source: "ViconUdpSource") -> None:
+        self.source = source
+
+    def datagram_received(self, data: bytes, addr) -> None:
+        self.source._datagram(data)
+
+
+class ViconUdpSource:
+    """Receives the Tracker UDP Object Stream for object ``subject``."""
+
+    def __init__(self, subject: str, clock, host: str = "0.0.0.0", port: int = VICON_UDP_PORT):
+        self.subject = subject
+        self.clock = clock
+        self.host = host
+        self.port = port
+        self.datagrams = 0
+        self.malformed = 0
+        self._latest: MocapSample | None = None
+        self._transport = None
+
+    async def __aenter__(self) -> "ViconUdpSource":
+        loop = asyncio.get_running_loop()
+        try:
+            self._transport, _ = await loop.create_datagram_endpoint(
+                lambda: _UdpProtocol(self), local_addr=(self.host, self.port))
+        except OSError as exc:
+            raise MocapUnavailableError(f"vicon-udp {self.host}:{self.port}",
+                                        f"cannot listen ({exc.strerror})") from exc
+        self.port = self._transport.get_extra_info("sockname")[1]
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def _datagram(self, data: bytes) -> None:
+        t = self.clock.now()
+        try:
+            frame, objects = decode_object_stream(data)
+        except ObjectStreamError as exc:
+            self.malformed += 1
+            log.debug("vicon-udp: malformed datagram: %s", exc)
+            return
+        self.datagrams += 1
+        vals = objects.get(self.subject)
+        pos = None if vals is None else (vals[0] / 1000.0, vals[1] / 1000.0, vals[2] / 1000.0)
+        self._latest = MocapSample(t, frame, pos)
+
+    def latest(self) -> MocapSample | None:
+        return self._latest
+
+
+class ViconDataStreamSource:
+    """The DataStream SDK, polled by a worker thread (``GetFrame`` blocks)."""
+
+    def __init__(self, host: str, subject: str, segment: str, clock, client=None) -> None:
+        self.host = host
+        self.subject = subject
+        self.segment = segment
+        self.clock = clock
+        self._client = client
+        self._latest: MocapSample | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors = 0
+
+    @staticmethod
+    def _make_client():
+        try:
+            from vicon_dssdk import ViconDataStream  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise MocapUnavailableError(
+                "vicon-datastream", "the Vicon DataStream SDK's Python module (vicon_dssdk) is "
+                "not installed; it ships with Vicon's DataStream SDK, not on PyPI") from exc
+        return ViconDataStream.Client()
+
+    async def __aenter__(self) -> "ViconDataStreamSource":
+        client = self._client or self._make_client()
+        self._client = client
+        try:
+            await asyncio.to_thread(client.Connect, self.host)
+            client.EnableSegmentData()
+            modes = getattr(type(client), "StreamMode", None)
+            if modes is not None:
+                client.SetStreamMode(modes.EServerPush)
+        except Exception as exc:  # the SDK raises its own DataStreamException
+            raise MocapUnavailableError(f"vicon-datastream {self.host}",
+                                        f"cannot connect ({exc})") from exc
+        self._thread = threading.Thread(target=self._poll, name="vicon-datastream", daemon=True)
+        self._thread.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 2.0)
+        try:
+            self._client.Disconnect()
+        except Exception:  # noqa: BLE001 - closing anyway
+            pass
+
+    def _poll(self) -> None:
+        c = self._client
+        while not self._stop.is_set():
+            try:
+                c.GetFrame()
+                frame = int(c.GetFrameNumber())
+                (x, y, z), occluded = c.GetSegmentGlobalTranslation(self.subject, self.segment)
+                latency = float(c.GetLatencyTotal())
+            except Exception as exc:  # noqa: BLE001 - SDK errors: count, keep polling
+                self.errors += 1
+                log.debug("vicon-datastream: %s", exc)
+                self._stop.wait(0.01)
+                continue
+            pos = None if occluded else (x / 1000.0, y / 1000.0, z / 1000.0)
+            self._latest = MocapSample(self.clock.now(), frame, pos, latency)
+
+    def latest(self) -> MocapSample | None:
+        return self._latest
+
+
+class MocapLogger:
+    """Samples ``source`` every 1/rate s on absolute deadlines; every sample goes
+    to ``sink`` (stale ones marked), or a 'no frame yet' record."""
+
+    def __init__(self, source, clock, sink: Callable[[float, MocapSample | None], None],
+                 rate: float = 20.0) -> None:
+        self.source = source
+        self.clock = clock
+        self.sink = sink
+        self.rate = rate
+        self.samples = 0
+        self.stale = 0
+        self.occluded = 0
+        self.empty = 0
+        self._last_frame: int | None = None
+
+    async def run(self) -> None:
+        t0 = self.clock.now()
+        k = 0
+        while True:
+            deadline = t0 + k / self.rate
+            await self.clock.sleep_until(deadline)
+            now = self.clock.now()
+            s = self.source.latest()
+            if s is None:
+                self.empty += 1
+                self.sink(now, None)
+            else:
+                if s.frame == self._last_frame:
+                    s = MocapSample(s.t_receive, s.frame, s.position, s.latency, stale=True)
+                    self.stale += 1
+                self._last_frame = s.frame
+                if s.occluded:
+                    self.occluded += 1
+                self.samples += 1
+                self.sink(now, s)
+            k = max(k + 1, int((self.clock.now() - t0) * self.rate))

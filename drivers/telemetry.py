@@ -1,0 +1,116 @@
+"""Live telemetry over MQTT (aiomqtt), never able to stall or fail a trial.
+
+Topics, under ``PREFIX/TRIAL`` (default prefix ``aiko``), JSON payloads:
+
+* ``.../link6``: ``{"t": s, "frame": n, "x": m, "y": m, "z": m}`` or ``"occluded": true``
+* ``.../status``: ``{"t", "periods", "late", "missed", "nodes_ok", "nodes"}`` once a second
+* ``.../fault``: ``{"t", "kind", "node", "reason"}`` when the supervisor stops a trial
+* ``.../event``: trial start and end
+
+``publish`` only queues (bounded; when full the message is dropped and counted).
+A background task connects, publishes what is queued, and on any broker error
+waits and reconnects; what is queued while the broker is away is dropped and
+counted too, so a slow or absent broker costs the trial nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+import aiomqtt
+
+from aiko.model.errors import AikoError
+
+__all__ = ["MqttConfig", "MqttTelemetry", "TelemetryConfigError"]
+
+log = logging.getLogger(__name__)
+
+
+class TelemetryConfigError(AikoError):
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"MQTT URL {url!r}: {reason}")
+
+
+@dataclass(frozen=True)
+class MqttConfig:
+    host: str
+    port: int = 1883
+    username: str | None = None
+    password: str | None = None
+    tls: bool = False
+    ca_file: str | None = None
+    prefix: str = "aiko"
+
+    @classmethod
+    def from_url(cls, url: str, ca_file: str | None = None) -> "MqttConfig":
+        """mqtt://[user[:password]@]host[:port][/prefix] or mqtts://... (TLS)."""
+        u = urlparse(url)
+        if u.scheme not in ("mqtt", "mqtts"):
+            raise TelemetryConfigError(url, "scheme must be mqtt:// or mqtts://")
+        if not u.hostname:
+            raise TelemetryConfigError(url, "no host")
+        try:
+            port = u.port or (8883 if u.scheme == "mqtts" else 1883)
+        except ValueError:
+            raise TelemetryConfigError(url, "bad port") from None
+        prefix = u.path.strip("/") or "aiko"
+        return cls(u.hostname, port, unquote(u.username) if u.username else None,
+                   unquote(u.password) if u.password else None, u.scheme == "mqtts", ca_file,
+                   prefix)
+
+
+class MqttTelemetry:
+    """Queue-and-forget publisher; run ``await telemetry.run()`` as a task."""
+
+    def __init__(self, config: MqttConfig, trial: str, queue_size: int = 1000,
+                 reconnect_delay: float = 1.0) -> None:
+        self.config = config
+        self.topic = f"{config.prefix}/{trial}"
+        self.queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=queue_size)
+        self.reconnect_delay = reconnect_delay
+        self.published = 0
+        self.dropped = 0
+        self.connects = 0
+        self.connected = False
+
+    def publish(self, subtopic: str, payload: dict) -> None:
+        """Queue a JSON message for ``PREFIX/TRIAL/subtopic``; never blocks."""
+        try:
+            self.queue.put_nowait((f"{self.topic}/{subtopic}", json.dumps(payload).encode()))
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    def _tls(self):
+        if not self.config.tls:
+            return None
+        return ssl.create_default_context(cafile=self.config.ca_file)
+
+    async def run(self) -> None:
+        """Connect, publish, reconnect; forever (cancel to stop)."""
+        c = self.config
+        while True:
+            try:
+                async with aiomqtt.Client(c.host, c.port, username=c.username,
+                                          password=c.password, tls_context=self._tls(),
+                                          timeout=2.0) as client:
+                    self.connected = True
+                    self.connects += 1
+                    log.info("MQTT connected to %s:%d", c.host, c.port)
+                    while True:
+                        topic, payload = await self.queue.get()
+                        await client.publish(topic, payload, qos=0)
+                        self.published += 1
+            except aiomqtt.MqttError as exc:
+                self.connected = False
+                log.warning("MQTT %s:%d unavailable: %s", c.host, c.port, exc)
+            self.connected = False
+            # what waits in the queue while we are away is dropped, not hoarded
+            while not self.queue.empty():
+                self.queue.get_nowait()
+                self.dropped += 1
+            await asyncio.sleep(self.reconnect_delay)

@@ -1,0 +1,250 @@
+"""One trial: bring the joints up, stream the gait, watch, log, stop safely.
+
+:func:`run_trial` starts the services in one TaskGroup with named tasks:
+``can-dispatch`` (decodes every received frame for the supervisor, the streamer
+and the log), ``supervisor`` (raises :class:`TrialFault`), ``streamer`` (ends the
+trial after its duration), ``mocap``, ``telemetry`` and ``status``. Whatever ends
+the trial (its duration, a fault, Ctrl-C, SIGTERM), the ``finally`` sends the
+safe-state NMT, records why, and flushes the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+
+import numpy as np
+
+from aiko.control.gait import Gait
+from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
+from aiko.control.supervisor import FaultPolicy, Supervisor, TrialFault
+from aiko.drivers.mocap import MocapLogger, MocapSample
+from aiko.firmware_interface.codec import (Emcy, FrameError, JointState, decode, frame_fields)
+from aiko.firmware_interface.dbc import DBC_PATH
+
+__all__ = ["TrialConfig", "TrialResult", "run_trial", "trial_metadata", "LINK_OF_INTEREST"]
+
+log = logging.getLogger(__name__)
+
+LINK_OF_INTEREST = 6
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """Everything that defines a trial (stored in the log's metadata)."""
+
+    gait: str
+    nodes: int = 10
+    duration: float | None = None
+    period: float = 0.1
+    startup_timeout: float = 2.0
+    rig: str = "robot"
+    can_interface: str = "socketcan"
+    can_channel: str = "can0"
+    bitrate: int | None = None
+    mocap: str = "none"
+    mocap_subject: str = "link6"
+    mocap_segment: str = "link6"
+    mocap_rate: float = 20.0
+    mqtt: str | None = None
+    policy: FaultPolicy = field(default_factory=FaultPolicy)
+
+
+@dataclass
+class TrialResult:
+    reason: str                        # "completed", "fault", "interrupted"
+    fault: TrialFault | None
+    stream: StreamStats
+    duration: float
+    nodes_ok: int
+    can: dict
+    mocap: dict
+    telemetry: dict
+    last_link6: tuple[float, float, float] | None
+
+
+class _TrialEnded(Exception):
+    """The streamer has sent its last period."""
+
+
+def _git_revision() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def trial_metadata(config: TrialConfig, gait: Gait) -> dict:
+    try:
+        version = importlib_metadata.version("aiko-hil")
+    except importlib_metadata.PackageNotFoundError:
+        version = "unknown"
+    cfg = asdict(config)
+    return {"config": cfg, "gait": gait.to_toml_dict(), "gait_name": gait.name,
+            "software_version": version, "git_revision": _git_revision(),
+            "clock": "trial clock: integer ns since the trial's start, monotonic"}
+
+
+def dbc_attachment() -> dict[str, bytes]:
+    return {DBC_PATH.name: DBC_PATH.read_bytes()}
+
+
+async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *,
+                    mocap_source=None, telemetry=None,
+                    status: Callable[[dict], None] | None = None) -> TrialResult:
+    """Run one trial to its end; see the module docstring."""
+    nodes = list(range(1, config.nodes + 1))
+
+    def event(t: float, kind: str, data: dict) -> None:
+        trial_log.write("/events", t, {"kind": kind, "data": data})
+        if kind == "fault" and telemetry is not None:
+            telemetry.publish("fault", {"t": t, "kind": data.get("fault"),
+                                        "node": data.get("node"), "reason": data.get("reason")})
+
+    sup = Supervisor(can_io, nodes, clock, config.policy, on_event=event)
+
+    def on_period(rec: PeriodRecord) -> None:
+        trial_log.write("/references", rec.sent, {
+            "k": rec.k, "t_gait": rec.t_gait, "deadline": rec.deadline, "sent": rec.sent,
+            "counter": rec.counter, "nodes": nodes, "alpha_h": rec.refs[:, 0].tolist(),
+            "alpha_v": rec.refs[:, 1].tolist(), "omega_h": rec.refs[:, 2].tolist(),
+            "omega_v": rec.refs[:, 3].tolist()})
+
+    streamer = ReferenceStreamer(can_io, gait, nodes, clock, config.period, on_period=on_period)
+    last_link6: list[tuple | None] = [None]
+    mocap_logger: MocapLogger | None = None
+
+    def log_rx(rx, error: str | None = None) -> None:
+        rec = {"id": rx.arbitration_id, "data": rx.data.hex()}
+        if error:
+            rec["error"] = error
+        trial_log.write("/can/rx", rx.t, rec)
+
+    async def dispatch() -> None:
+        while True:
+            rx = await can_io.receive()
+            try:
+                frame = decode(rx.arbitration_id, rx.data)
+            except FrameError as exc:
+                log_rx(rx, str(exc))
+                continue
+            log_rx(rx)
+            sup.on_frame(rx.t, frame)
+            if isinstance(frame, JointState):
+                streamer.on_state(rx.t, frame)
+                rec = frame_fields(frame)
+                rec["status"] = int(rec["status"])
+                trial_log.write("/joint_state", rx.t, rec)
+            elif isinstance(frame, Emcy):
+                rec = frame_fields(frame)
+                rec["error_register"] = int(rec["error_register"])
+                trial_log.write("/emcy", rx.t, rec)
+
+    async def stream() -> None:
+        await streamer.run(config.duration)
+        # the last SYNC's replies are on their way: give them one period
+        await clock.sleep_until(clock.now() + config.period)
+        raise _TrialEnded
+
+    def mocap_sink(t: float, s: MocapSample | None) -> None:
+        if s is None:
+            trial_log.write("/mocap", t, {"frame": None, "x": None, "y": None, "z": None,
+                                          "occluded": True, "stale": True, "latency": None,
+                                          "t_receive": None})
+            return
+        x, y, z = s.position if s.position is not None else (None, None, None)
+        trial_log.write("/mocap", t, {"frame": s.frame, "x": x, "y": y, "z": z,
+                                      "occluded": s.occluded, "stale": s.stale,
+                                      "latency": s.latency, "t_receive": s.t_receive})
+        if s.position is not None:
+            last_link6[0] = s.position
+        if telemetry is not None and not s.stale:
+            telemetry.publish("link6", {"t": t, "frame": s.frame, "x": x, "y": y, "z": z}
+                              if s.position is not None else {"t": t, "frame": s.frame,
+                                                              "occluded": True})
+
+    def snapshot() -> dict:
+        st = streamer.stats
+        return {"t": clock.now(), "periods": st.periods, "late": st.late, "missed": st.missed,
+                "nodes_ok": sup.nodes_ok(), "nodes": len(nodes), "link6": last_link6[0]}
+
+    async def report() -> None:
+        k = 0
+        t0 = clock.now()
+        while True:
+            k += 1
+            await clock.sleep_until(t0 + 0.5 * k)
+            snap = snapshot()
+            if status is not None:
+                status(snap)
+            if telemetry is not None and k % 2 == 0:
+                telemetry.publish("status", {key: v for key, v in snap.items() if key != "link6"})
+
+    reason = "completed"
+    fault: TrialFault | None = None
+    t_start = clock.now()
+    event(t_start, "trial_start", {"nodes": nodes, "gait": gait.name,
+                                   "wall_start": getattr(clock, "wall_start", None)})
+    if telemetry is not None:
+        telemetry.publish("event", {"t": t_start, "kind": "trial_start", "gait": gait.name})
+    try:
+        try:
+            await sup.bring_up(config.startup_timeout, on_frame=log_rx)
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(dispatch(), name="can-dispatch")
+                tg.create_task(sup.watch(), name="supervisor")
+                tg.create_task(stream(), name="streamer")
+                tg.create_task(report(), name="status")
+                if mocap_source is not None:
+                    mocap_logger = MocapLogger(mocap_source, clock, mocap_sink, config.mocap_rate)
+                    tg.create_task(mocap_logger.run(), name="mocap")
+                if telemetry is not None:
+                    tg.create_task(telemetry.run(), name="telemetry")
+        except* _TrialEnded:
+            pass
+        except* TrialFault as eg:
+            reason = "fault"
+            fault = eg.exceptions[0]
+    except asyncio.CancelledError:
+        reason = "interrupted"
+        raise
+    finally:
+        if sup.started_at is not None:
+            sup.safe_stop(reason)
+        event(clock.now(), "trial_end", {"reason": reason,
+                                         "fault": None if fault is None else fault.reason})
+        trial_log.flush()
+    st = streamer.stats
+    return TrialResult(
+        reason, fault, st, clock.now() - t_start, sup.nodes_ok(),
+        {k: getattr(can_io.counters, k) for k in ("tx", "rx", "tx_errors", "rx_errors",
+                                                   "rx_dropped")},
+        {} if mocap_logger is None else {"samples": mocap_logger.samples,
+                                         "stale": mocap_logger.stale,
+                                         "occluded": mocap_logger.occluded,
+                                         "empty": mocap_logger.empty,
+                                         **({"malformed": mocap_source.malformed}
+                                            if hasattr(mocap_source, "malformed") else {})},
+        {} if telemetry is None else {"published": telemetry.published,
+                                      "dropped": telemetry.dropped},
+        last_link6[0])
+
+
+def jitter_summary(stats: StreamStats) -> dict:
+    j = np.array(stats.jitter) * 1e3
+    rt = np.array(stats.round_trips) * 1e3
+    out = {}
+    if j.size:
+        out.update(jitter_p50_ms=float(np.percentile(j, 50)), jitter_p99_ms=float(np.percentile(j, 99)),
+                   jitter_max_ms=float(j.max()))
+    if rt.size:
+        out.update(rtt_p50_ms=float(np.percentile(rt, 50)), rtt_p99_ms=float(np.percentile(rt, 99)),
+                   rtt_max_ms=float(rt.max()))
+    return out

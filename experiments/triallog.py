@@ -1,0 +1,218 @@
+"""The trial log: one MCAP file per trial, and its reader.
+
+Written unchunked (a killed writer loses at most what the OS had not been given)
+and flushed at least once a second; JSON-schema channels, so the file opens in
+Foxglove and any MCAP reader. Every timestamp is integer nanoseconds on the
+trial's monotonic clock (log_time = publish_time). Metadata ``trial`` holds the
+resolved configuration, the gait, the software version and git revision; the
+joint protocol's DBC is attached.
+
+Channels:
+
+=================  ============================================================
+/references        one record per streamed period: k, t_gait, deadline, sent,
+                   sync counter, nodes, alpha_h, alpha_v, omega_h, omega_v (rad)
+/can/tx, /can/rx   raw frames: id, data (hex), plus rx-side decode errors
+/joint_state       decoded STATE frames
+/emcy              decoded EMCY frames
+/events            supervisor and trial events (start, faults, safe stop, end)
+/mocap             link-6 samples: frame, position (m) or occluded, latency,
+                   stale, receive time
+/model             model output (link-6 position of the parallel model)
+=================  ============================================================
+
+The reader never executes anything from a file: JSON and MCAP records only.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from mcap.exceptions import McapError
+from mcap.writer import CompressionType, Writer
+
+from aiko.model.errors import AikoError
+
+__all__ = ["TrialLog", "TrialData", "read_trial", "TrialLogError", "CHANNELS"]
+
+_NUM = {"type": "number"}
+_INT = {"type": "integer"}
+_STR = {"type": "string"}
+_NUMS = {"type": "array", "items": _NUM}
+
+CHANNELS: dict[str, dict] = {
+    "/references": {"title": "aiko.References", "properties": {
+        "k": _INT, "t_gait": _NUM, "deadline": _NUM, "sent": _NUM, "counter": _INT,
+        "nodes": {"type": "array", "items": _INT}, "alpha_h": _NUMS, "alpha_v": _NUMS,
+        "omega_h": _NUMS, "omega_v": _NUMS}},
+    "/can/tx": {"title": "aiko.CanFrame", "properties": {"id": _INT, "data": _STR}},
+    "/can/rx": {"title": "aiko.CanFrame", "properties": {"id": _INT, "data": _STR,
+                                                         "error": _STR}},
+    "/joint_state": {"title": "aiko.JointState", "properties": {
+        "node": _INT, "alpha_h": _NUM, "alpha_v": _NUM, "duty_h": _INT, "duty_v": _INT,
+        "status": _INT, "sync_echo": _INT}},
+    "/emcy": {"title": "aiko.Emcy", "properties": {
+        "node": _INT, "error_code": _INT, "error_register": _INT, "motor": _INT}},
+    "/events": {"title": "aiko.Event", "properties": {"kind": _STR, "data": {"type": "object"}}},
+    "/mocap": {"title": "aiko.MocapSample", "properties": {
+        "frame": {"type": ["integer", "null"]}, "x": {"type": ["number", "null"]},
+        "y": {"type": ["number", "null"]}, "z": {"type": ["number", "null"]},
+        "occluded": {"type": "boolean"}, "stale": {"type": "boolean"},
+        "latency": {"type": ["number", "null"]}, "t_receive": {"type": ["number", "null"]}}},
+    "/model": {"title": "aiko.ModelOutput", "properties": {
+        "t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM}},
+}
+
+
+class TrialLogError(AikoError):
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        super().__init__(f"trial log {path}: {reason}")
+
+
+class TrialLog:
+    """The one writer of a trial's MCAP file. ``write(channel, t, obj)`` with t on
+    the trial clock (s); ``close()`` (or the context manager) finishes the file."""
+
+    def __init__(self, path: str | Path, metadata: dict, attachments: dict[str, bytes] = {},
+                 flush_interval: float = 0.5) -> None:
+        self.path = Path(path)
+        try:
+            self._f = open(self.path, "wb")
+        except OSError as exc:
+            raise TrialLogError(str(path), f"cannot create ({exc.strerror})") from exc
+        self._w = Writer(self._f, use_chunking=False, compression=CompressionType.NONE)
+        self._w.start(profile="", library="aiko-hil")
+        self._channels = {}
+        for topic, schema in CHANNELS.items():
+            body = {"type": "object", **schema}
+            sid = self._w.register_schema(schema["title"], "jsonschema",
+                                          json.dumps(body).encode())
+            self._channels[topic] = self._w.register_channel(topic, "json", sid)
+        self._w.add_metadata("trial", {k: v if isinstance(v, str) else json.dumps(v)
+                                       for k, v in metadata.items()})
+        for name, data in attachments.items():
+            self._w.add_attachment(0, 0, name, "text/plain", data)
+        self._seq = 0
+        self.messages = 0
+        self.flush_interval = flush_interval
+        self._last_flush = time.monotonic()
+        self._f.flush()
+        self.closed = False
+
+    def write(self, channel: str, t: float, obj: dict) -> None:
+        if self.closed:
+            return
+        ns = int(round(t * 1e9))
+        self._seq += 1
+        self._w.add_message(self._channels[channel], ns, json.dumps(obj).encode(), ns, self._seq)
+        self.messages += 1
+        if time.monotonic() - self._last_flush >= self.flush_interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.closed:
+            self._f.flush()
+            self._last_flush = time.monotonic()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._w.finish()
+        self._f.close()
+        self.closed = True
+
+    def __enter__(self) -> "TrialLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass
+class TrialData:
+    """A trial loaded back: per channel, times (s) and records; arrays for the
+    common ones; ``truncated`` when the file ended early (e.g. a killed run)."""
+
+    path: Path
+    metadata: dict = field(default_factory=dict)
+    attachments: dict = field(default_factory=dict)
+    records: dict = field(default_factory=dict)   # channel -> list of (t, dict)
+    truncated: bool = False
+    complete: bool = False
+
+    def times(self, channel: str) -> np.ndarray:
+        return np.array([t for t, _ in self.records.get(channel, [])])
+
+    def mocap(self) -> tuple[np.ndarray, np.ndarray]:
+        """(t (k,), positions (k, 3) with NaN where occluded or missing)."""
+        rec = self.records.get("/mocap", [])
+        t = np.array([r[0] for r in rec])
+        pos = np.array([[np.nan if d["x"] is None else d["x"], np.nan if d["y"] is None else d["y"],
+                         np.nan if d["z"] is None else d["z"]] for _, d in rec]).reshape(-1, 3)
+        return t, pos
+
+    def references(self) -> tuple[np.ndarray, np.ndarray]:
+        """(t_sent (k,), refs (k, nodes, 4)) of the streamed periods."""
+        rec = self.records.get("/references", [])
+        t = np.array([d["sent"] for _, d in rec])
+        refs = np.array([np.column_stack([d["alpha_h"], d["alpha_v"], d["omega_h"], d["omega_v"]])
+                         for _, d in rec])
+        return t, refs
+
+    def events(self, kind: str | None = None) -> list[tuple[float, dict]]:
+        return [(t, d) for t, d in self.records.get("/events", []) if kind is None
+                or d["kind"] == kind]
+
+
+def read_trial(path: str | Path) -> TrialData:
+    """Load a trial log; a truncated file yields everything up to where it ends."""
+    from mcap.records import Attachment, Channel, Message, Metadata
+
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TrialLogError(str(path), f"cannot read ({exc.strerror})") from exc
+    if not raw.startswith(MAGIC):
+        raise TrialLogError(str(path), "not an MCAP file")
+    data = TrialData(path)
+    channels = {}
+    for rec in _records(raw):
+        if isinstance(rec, Channel):
+            channels[rec.id] = rec
+        elif isinstance(rec, Message):
+            ch = channels.get(rec.channel_id)
+            if ch is None or ch.message_encoding != "json":
+                continue
+            try:
+                obj = json.loads(rec.data)
+            except ValueError:
+                continue
+            data.records.setdefault(ch.topic, []).append((rec.log_time * 1e-9, obj))
+        elif isinstance(rec, Metadata) and rec.name == "trial":
+            data.metadata = dict(rec.metadata)
+        elif isinstance(rec, Attachment):
+            data.attachments[rec.name] = rec.data
+    data.truncated = not raw.endswith(MAGIC)
+    data.complete = not data.truncated
+    return data
+
+
+MAGIC = b"\x89MCAP0\r\n"
+
+
+def _records(raw: bytes):
+    """Every record of the stream, stopping quietly where a truncated file ends."""
+    from mcap.stream_reader import StreamReader
+
+    try:
+        yield from StreamReader(io.BytesIO(raw), skip_magic=False).records
+    except (McapError, EOFError, ValueError, KeyError, IndexError, struct.error):
+        return
