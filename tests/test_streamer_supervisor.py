@@ -1,0 +1,183 @@
+"""Streamer and supervisor logic in virtual time, with a recording fake bus."""
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from aiko.control import PRESETS, references
+from aiko.control.streamer import ReferenceStreamer
+from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
+from aiko.drivers.can_bus import RxFrame
+from aiko.drivers.clock import VirtualClock
+from aiko.firmware_interface.codec import (Emcy, Heartbeat, JointState, Nmt, Ref, Sync, decode,
+                                           encode)
+from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
+
+
+class FakeCan:
+    """Records what is sent (with the clock's time); serves queued frames."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.sent = []
+        self.inbox = []
+
+    def send(self, ident, data):
+        self.sent.append((self.clock.now(), decode(ident, data)))
+        return True
+
+    async def receive(self, timeout=None):
+        await asyncio.sleep(0)
+        if self.inbox:
+            return self.inbox.pop(0)
+        if timeout is not None:
+            self.clock.advance(timeout)
+        return None
+
+
+class StallingClock(VirtualClock):
+    """Virtual time in which one wake-up comes 0.35 s late."""
+
+    def __init__(self, stall_at):
+        super().__init__()
+        self.stall_at = stall_at
+
+    async def sleep_until(self, t, precise=False):
+        await super().sleep_until(t, precise)
+        if self.stall_at is not None and t >= self.stall_at:
+            self.advance(0.35)
+            self.stall_at = None
+
+
+def test_streamer_sends_ref_for_every_node_then_sync_on_absolute_deadlines():
+    clock = VirtualClock()
+    can = FakeCan(clock)
+    gait = PRESETS["sidewinding"]
+    s = ReferenceStreamer(can, gait, [1, 2, 3], clock)
+    asyncio.run(s.run(10.0))
+    assert s.stats.periods == 101 and s.stats.late == 0 and s.stats.missed == 0
+    frames = [f for _, f in can.sent]
+    for k in range(101):
+        period = frames[4 * k:4 * k + 4]
+        assert [type(f) for f in period] == [Ref, Ref, Ref, Sync]
+        assert [f.node for f in period[:3]] == [1, 2, 3]
+        assert period[3].counter == k % 256
+        t = can.sent[4 * k][0]
+        assert t == pytest.approx(0.1 * k, abs=1e-9)  # no drift after 100 periods
+        expected = references(gait, 0.1 * k, 3)
+        got = np.array([[f.alpha_h, f.alpha_v, f.omega_h, f.omega_v] for f in period[:3]])
+        np.testing.assert_allclose(got[:, :2], expected[:, :2], atol=0.5e-4 + 1e-12)
+        np.testing.assert_allclose(got[:, 2:], expected[:, 2:], atol=0.5e-3 + 1e-12)
+
+
+def test_streamer_skips_missed_periods_instead_of_bursting():
+    clock = StallingClock(stall_at=1.0)
+    can = FakeCan(clock)
+    s = ReferenceStreamer(can, PRESETS["still"], [1], clock)
+    asyncio.run(s.run(2.0))
+    sync_times = [t for t, f in can.sent if isinstance(f, Sync)]
+    gaps = np.diff(sync_times)
+    assert s.stats.missed == 3 and s.stats.late == 1
+    assert gaps.min() >= 0.05 - 1e-9  # never two periods back to back
+    assert s.stats.periods == 21 - 3
+
+
+def test_streamer_clamps_to_the_joint_limits():
+    clock = VirtualClock()
+    can = FakeCan(clock)
+    wild = PRESETS["sidewinding"].with_(A_h=1.5, soft_start=False)
+    s = ReferenceStreamer(can, wild, [1, 2], clock)
+    asyncio.run(s.run(5.0))
+    refs = [f for _, f in can.sent if isinstance(f, Ref)]
+    assert max(abs(f.alpha_h) for f in refs) == pytest.approx(0.7854, abs=1e-4)
+
+
+def test_state_replies_are_matched_to_their_sync():
+    clock = VirtualClock()
+    s = ReferenceStreamer(FakeCan(clock), PRESETS["still"], [1, 2], clock)
+    s.send_period(0, 0.0)
+    clock.advance(0.003)
+    s.on_state(clock.now(), JointState(1, 0, 0, 0, 0, Status(1), 0))
+    s.on_state(clock.now(), JointState(2, 0, 0, 0, 0, Status(1), 0))
+    s.on_state(clock.now(), JointState(2, 0, 0, 0, 0, Status(1), 0))   # duplicate
+    s.on_state(clock.now(), JointState(1, 0, 0, 0, 0, Status(1), 77))  # no such SYNC
+    assert s.stats.states_matched == 2 and s.stats.states_unmatched == 2
+    assert s.stats.round_trips == [pytest.approx(0.003)] * 2
+
+
+def rx(clock, frame):
+    return RxFrame(clock.now(), *encode(frame))
+
+
+def test_bring_up_waits_for_heartbeats_then_starts_all():
+    clock = VirtualClock()
+    can = FakeCan(clock)
+    can.inbox = [rx(clock, Heartbeat(n, NodeState.PRE_OPERATIONAL)) for n in (1, 2, 3)]
+    sup = Supervisor(can, [1, 2, 3], clock)
+    asyncio.run(sup.bring_up(timeout=1.0))
+    assert [f for _, f in can.sent] == [Nmt(NmtCommand.START, 0)]
+
+
+def test_bring_up_names_the_missing_nodes():
+    clock = VirtualClock()
+    can = FakeCan(clock)
+    can.inbox = [rx(clock, Heartbeat(n, NodeState.PRE_OPERATIONAL)) for n in (1, 3)]
+    sup = Supervisor(can, [1, 2, 3, 4], clock)
+    with pytest.raises(NodesMissingError, match="nodes 2, 4 within 2 s") as err:
+        asyncio.run(sup.bring_up(timeout=2.0))
+    assert err.value.missing == [2, 4]
+    assert can.sent == []  # nothing started
+
+
+def started(nodes=(1, 2), policy=FaultPolicy()):
+    clock = VirtualClock()
+    can = FakeCan(clock)
+    can.inbox = [rx(clock, Heartbeat(n, NodeState.PRE_OPERATIONAL)) for n in nodes]
+    events = []
+    sup = Supervisor(can, list(nodes), clock, policy, on_event=lambda t, k, d: events.append(k))
+    asyncio.run(sup.bring_up())
+    return clock, can, sup, events
+
+
+def test_silent_node_is_a_fault_after_300_ms():
+    clock, can, sup, events = started()
+    for _ in range(5):
+        clock.advance(0.1)
+        sup.on_frame(clock.now(), Heartbeat(1, NodeState.OPERATIONAL))
+        sup.on_frame(clock.now(), Heartbeat(2, NodeState.OPERATIONAL))
+    t_last = clock.now()
+    for _ in range(3):
+        clock.advance(0.1)
+        sup.on_frame(clock.now(), Heartbeat(1, NodeState.OPERATIONAL))
+        assert sup.check() is None
+    clock.advance(0.01)
+    fault = sup.check()
+    assert isinstance(fault, TrialFault) and fault.kind == "lost_node" and fault.node == 2
+    assert clock.now() - t_last <= 0.32
+    assert "fault" in events
+
+
+@pytest.mark.parametrize("code,kind", [(EmcyCode.ENCODER_FAULT, "encoder_fault"),
+                                       (EmcyCode.CURRENT_LIMIT, "current_limit")])
+def test_emcy_faults_stop_by_default_and_policy_can_allow_them(code, kind):
+    clock, can, sup, _ = started()
+    sup.on_frame(clock.now(), Emcy(2, code, 1, 0))
+    assert sup.check().kind == kind
+    lax = FaultPolicy(stop_on_encoder_fault=False, stop_on_current_limit=False)
+    clock, can, sup, events = started(policy=lax)
+    sup.on_frame(clock.now(), Emcy(2, code, 1, 0))
+    assert sup.check() is None and "emcy" in events
+
+
+def test_joint_limit_emcy_is_recorded_not_fatal():
+    clock, can, sup, events = started()
+    sup.on_frame(clock.now(), Emcy(1, EmcyCode.JOINT_LIMIT, 1, 0))
+    assert sup.check() is None and events.count("emcy") == 1
+
+
+def test_safe_stop_sends_pre_operational_to_all():
+    clock, can, sup, events = started()
+    sup.safe_stop("test")
+    assert can.sent[-1][1] == Nmt(NmtCommand.ENTER_PRE_OPERATIONAL, 0)
+    assert events[-1] == "safe_stop"
