@@ -1,0 +1,207 @@
+"""MQTT telemetry against a real broker (mosquitto) and with the broker gone;
+motion-capture sources: the Vicon UDP Object Stream and the DataStream SDK (a
+fake with the SDK's method names and return shapes)."""
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import aiomqtt
+import pytest
+
+from aiko.drivers.clock import TrialClock, VirtualClock
+from aiko.drivers.mocap import (MocapLogger, MocapSample, MocapUnavailableError,
+                                ObjectStreamError, ViconDataStreamSource, decode_object_stream,
+                                encode_object_stream)
+from aiko.drivers.telemetry import MqttConfig, MqttTelemetry, TelemetryConfigError
+from tests.test_trial import trial_with_emulator
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def broker(tmp_path):
+    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not os.path.exists(exe):
+        if os.environ.get("CI"):
+            pytest.fail("mosquitto is not installed (.ci/run installs it)")
+        pytest.skip("mosquitto not installed")
+    port = free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    proc = subprocess.Popen([exe, "-c", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("mosquitto did not start")
+    yield port
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_mqtt_url_parsing():
+    c = MqttConfig.from_url("mqtts://lab:s%40cret@broker.local:8884/snake")
+    assert (c.host, c.port, c.username, c.password, c.tls, c.prefix) == (
+        "broker.local", 8884, "lab", "s@cret", True, "snake")
+    assert MqttConfig.from_url("mqtt://127.0.0.1").port == 1883
+    with pytest.raises(TelemetryConfigError, match="scheme"):
+        MqttConfig.from_url("http://x")
+
+
+def test_trial_telemetry_reaches_a_real_broker(broker, tmp_path):
+    async def main():
+        got = []
+        async with aiomqtt.Client("127.0.0.1", broker) as sub:
+            await sub.subscribe("aiko/#")
+            tel = MqttTelemetry(MqttConfig("127.0.0.1", broker), "t1")
+
+            async def listen():
+                async for m in sub.messages:
+                    got.append((str(m.topic), json.loads(m.payload)))
+
+            listener = asyncio.create_task(listen())
+            result, *_ = await trial_with_emulator(tmp_path / "t.mcap", 2.5, nodes=2, mocap=True,
+                                                   telemetry=tel)
+            await asyncio.sleep(0.3)
+            listener.cancel()
+        return result, got, tel
+
+    result, got, tel = asyncio.run(main())
+    topics = {t for t, _ in got}
+    assert {"aiko/t1/link6", "aiko/t1/status", "aiko/t1/event"} <= topics
+    status = [p for t, p in got if t == "aiko/t1/status"]
+    assert status[-1]["nodes_ok"] == 2 and status[-1]["periods"] > 10
+    link6 = [p for t, p in got if t == "aiko/t1/link6" and "y" in p]
+    assert link6 and all(abs(p["y"] - 0.01 * p["frame"]) < 1e-9 for p in link6)
+    assert result.telemetry["published"] == tel.published > 0 and result.stream.late == 0
+
+
+def test_trial_is_unaffected_when_the_broker_is_down(tmp_path):
+    tel = MqttTelemetry(MqttConfig("127.0.0.1", free_port()), "t2", reconnect_delay=0.2)
+    result, data, *_ = asyncio.run(trial_with_emulator(tmp_path / "t.mcap", 2.0, nodes=2,
+                                                       mocap=True, telemetry=tel))
+    assert result.reason == "completed"
+    assert result.stream.periods == 21 and result.stream.late == 0
+    assert result.stream.states_matched == 42
+    assert tel.published == 0 and tel.dropped > 0 and tel.connects == 0
+
+
+def test_object_stream_codec_and_malformed_datagrams():
+    d = encode_object_stream(77, {"link6": (1.0, -2.0, 3.5, 0.1, 0.2, 0.3)})
+    assert len(d) == 5 + 75
+    assert decode_object_stream(d) == (77, {"link6": (1.0, -2.0, 3.5, 0.1, 0.2, 0.3)})
+    for bad in (b"", d[:-1], d + b"\0", d[:5] + b"\0\x10\0" + d[8:],
+                encode_object_stream(1, {"x": (float("nan"), 0, 0, 0, 0, 0)})):
+        with pytest.raises(ObjectStreamError):
+            decode_object_stream(bad)
+
+
+class FakeDataStreamClient:
+    """The SDK's method names and return shapes (vicon_dssdk.ViconDataStream.Client)."""
+
+    class StreamMode:
+        EServerPush = 2
+
+    def __init__(self, occluded_frames=range(5, 8)):
+        self.frame = 100
+        self.occluded_frames = occluded_frames
+        self.connected = None
+        self.mode = None
+
+    def Connect(self, host):
+        self.connected = host
+
+    def EnableSegmentData(self):
+        pass
+
+    def SetStreamMode(self, mode):
+        self.mode = mode
+
+    def GetFrame(self):
+        time.sleep(0.005)
+        self.frame += 1
+
+    def GetFrameNumber(self):
+        return self.frame
+
+    def GetSegmentGlobalTranslation(self, subject, segment):
+        assert (subject, segment) == ("aiko", "link6")
+        occluded = (self.frame - 100) in self.occluded_frames
+        return ((0.0, 0.0, 0.0) if occluded else (1000.0, 2000.0, 52.5)), occluded
+
+    def GetLatencyTotal(self):
+        return 0.0042
+
+    def Disconnect(self):
+        self.connected = None
+
+
+def test_datastream_source_with_the_sdk_shapes():
+    async def main():
+        client = FakeDataStreamClient()
+        clock = TrialClock()
+        samples = []
+        src = ViconDataStreamSource("vicon.lab", "aiko", "link6", clock, client=client)
+        async with src:
+            assert client.connected == "vicon.lab" and client.mode == 2
+            logger = MocapLogger(src, clock, lambda t, s: samples.append(s), rate=50)
+            task = asyncio.create_task(logger.run())
+            await asyncio.sleep(0.5)
+            task.cancel()
+        return samples
+
+    samples = asyncio.run(main())
+    real = [s for s in samples if s is not None]
+    assert real and all(s.latency == pytest.approx(0.0042) for s in real)
+    assert all(s.position == (1.0, 2.0, 0.0525) for s in real if not s.occluded)
+
+
+def test_datastream_without_the_sdk_says_how_to_get_it():
+    src = ViconDataStreamSource("vicon.lab", "aiko", "link6", TrialClock())
+
+    async def main():
+        async with src:
+            pass
+
+    with pytest.raises(MocapUnavailableError, match="vicon_dssdk.*not on PyPI"):
+        asyncio.run(main())
+
+
+def test_mocap_logger_marks_stale_frames_and_keeps_occlusions():
+    class Src:
+        def __init__(self):
+            self.items = [None, MocapSample(0.0, 1, (0.0, 0.0, 0.0)),
+                          MocapSample(0.05, 1, (0.0, 0.0, 0.0)), MocapSample(0.1, 2, None)]
+
+        def latest(self):
+            return self.items.pop(0) if len(self.items) > 1 else self.items[0]
+
+    out = []
+    clock = VirtualClock()
+    logger = MocapLogger(Src(), clock, lambda t, s: out.append((t, s)), rate=20)
+
+    async def main():
+        task = asyncio.create_task(logger.run())
+        for _ in range(20):
+            await asyncio.sleep(0)
+        task.cancel()
+
+    asyncio.run(main())
+    kinds = [None if s is None else (s.frame, s.stale, s.occluded) for _, s in out[:5]]
+    assert kinds[:4] == [None, (1, False, False), (1, True, False), (2, False, True)]
+    assert [round(t, 9) for t, _ in out[:4]] == [0.0, 0.05, 0.1, 0.15]
+    assert logger.empty == 1 and logger.stale >= 1 and logger.occluded >= 1

@@ -1,0 +1,283 @@
+"""Whole trials against the emulated joint modules: in-process on python-can's
+virtual bus, and across processes through `aiko emulate` and slcan over TCP;
+faults, signals, a killed run, motion capture over UDP."""
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import can
+import pytest
+from mcap.reader import make_reader
+
+from aiko.control import PRESETS
+from aiko.control.supervisor import NodesMissingError
+from aiko.drivers.can_bus import CanDriver
+from aiko.drivers.clock import TrialClock
+from aiko.drivers.mocap import ViconUdpSource, encode_object_stream
+from aiko.experiments.trial import TrialConfig, dbc_attachment, run_trial, trial_metadata
+from aiko.experiments.triallog import TrialLog, read_trial
+from aiko.firmware_interface.codec import decode
+from aiko.firmware_interface.emulator import FaultConfig, JointModule
+from aiko.firmware_interface.protocol import NmtCommand, NodeState
+from aiko.firmware_interface.service import EmulatedJoints
+
+
+async def udp_sender(port, subject, malformed_every=0, stop_after=None):
+    """A Vicon Tracker stand-in: 100 Hz datagrams, link 6 moving along y."""
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol,
+                                                       remote_addr=("127.0.0.1", port))
+    try:
+        frame = 0
+        while stop_after is None or frame < stop_after:
+            frame += 1
+            if malformed_every and frame % malformed_every == 0:
+                transport.sendto(b"\x01\x02\x03")
+            occluded = 40 <= frame < 50
+            objs = {} if occluded else {subject: (100.0, 10.0 * frame, 52.5, 0, 0, 0)}
+            transport.sendto(encode_object_stream(frame, {"other": (0, 0, 0, 0, 0, 0), **objs}))
+            await asyncio.sleep(0.01)
+    finally:
+        transport.close()
+
+
+async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=None, mocap=False,
+                              malformed_every=0, telemetry=None, startup_timeout=1.0):
+    channel = f"trial-{uuid.uuid4()}"
+    node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+    pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+    clock = TrialClock()
+    faults = faults or {}
+    modules = [JointModule(i, faults=faults.get(i, FaultConfig()))
+               for i in range(1, (emulated or nodes) + 1)]
+    joints = EmulatedJoints(node_bus, modules, clock=clock.now)
+    config = TrialConfig(gait="sidewinding", nodes=nodes, duration=duration,
+                         can_interface="virtual", can_channel=channel,
+                         startup_timeout=startup_timeout)
+    gait = PRESETS["sidewinding"]
+    tlog = TrialLog(path, trial_metadata(config, gait), dbc_attachment())
+    can_io = CanDriver(pc_bus, clock, on_tx=lambda t, i, d: tlog.write("/can/tx", t, {
+        "id": i, "data": d.hex()}))
+    result = source = None
+    try:
+        async with asyncio.TaskGroup() as tg:
+            emulator = tg.create_task(joints.run(), name="emulator")
+            sender = None
+            async with can_io:
+                if mocap:
+                    async with ViconUdpSource("link6", clock, host="127.0.0.1", port=0) as source:
+                        sender = tg.create_task(udp_sender(source.port, "link6", malformed_every),
+                                                name="vicon")
+                        result = await run_trial(config, gait, can_io, clock, tlog,
+                                                 mocap_source=source, telemetry=telemetry)
+                else:
+                    result = await run_trial(config, gait, can_io, clock, tlog,
+                                             telemetry=telemetry)
+            await asyncio.sleep(0.05)  # let the emulator take the last frames
+            emulator.cancel()
+            if sender is not None:
+                sender.cancel()
+    except* NodesMissingError as eg:  # unwrap the TaskGroup's group for the caller
+        raise eg.exceptions[0] from None
+    finally:
+        tlog.close()
+        node_bus.shutdown()
+        pc_bus.shutdown()
+    return result, read_trial(path), modules, source
+
+
+def periods_in_tx(data):
+    """The /can/tx frames grouped by SYNC: lists of decoded frames."""
+    frames = [decode(r["id"], bytes.fromhex(r["data"])) for _, r in data.records["/can/tx"]]
+    groups, cur = [], []
+    for f in frames:
+        cur.append(f)
+        if type(f).__name__ == "Sync":
+            groups.append(cur)
+            cur = []
+    return frames, groups
+
+
+def test_trial_in_process_on_the_virtual_bus(tmp_path):
+    result, data, modules, source = asyncio.run(
+        trial_with_emulator(tmp_path / "t.mcap", 2.0, nodes=3, mocap=True, malformed_every=25))
+    assert result.reason == "completed" and result.fault is None
+    st = result.stream
+    assert st.periods == 21 and st.late == 0 and st.missed == 0
+    assert st.states_matched == 21 * 3 and st.states_unmatched == 0
+    frames, groups = periods_in_tx(data)
+    assert type(frames[0]).__name__ == "Nmt" and frames[0].command == NmtCommand.START
+    assert len(groups) == 21
+    for g in groups:
+        refs = [f for f in g if type(f).__name__ == "Ref"]
+        assert [f.node for f in refs] == [1, 2, 3] and g[-1] == g[-1]
+        assert type(g[-1]).__name__ == "Sync"
+    # the safe stop came last, and the modules obeyed it
+    assert frames[-1].command == NmtCommand.ENTER_PRE_OPERATIONAL
+    assert all(m.state == NodeState.PRE_OPERATIONAL for m in modules)
+    # mocap at 20 Hz: frame numbers recorded, occluded frames marked, malformed counted
+    mocap = data.records["/mocap"]
+    assert 38 <= len(mocap) <= 44
+    assert result.mocap["malformed"] > 0 and source.malformed == result.mocap["malformed"]
+    assert any(d["occluded"] for _, d in mocap)
+    seen = [d for _, d in mocap if not d["occluded"] and d["frame"] is not None]
+    assert all(abs(d["y"] - 0.01 * d["frame"]) < 1e-9 for d in seen)
+    assert data.complete and data.metadata["gait_name"] == "sidewinding"
+    assert "aiko_joint.dbc" in data.attachments
+    # every timestamp is on the trial clock, integer ns, non-decreasing per channel
+    t = data.times("/references")
+    assert t[0] >= 0 and (t[1:] >= t[:-1]).all()
+
+
+def test_silent_node_mid_trial_stops_safely_within_half_a_second(tmp_path):
+    silent_at = 1.0
+    result, data, modules, _ = asyncio.run(trial_with_emulator(
+        tmp_path / "t.mcap", 5.0, nodes=3, faults={2: FaultConfig(silent_from=silent_at)}))
+    assert result.reason == "fault" and result.fault.kind == "lost_node"
+    assert result.fault.node == 2
+    (t_stop, ev), = data.events("safe_stop")
+    last_hb = max(t for t, r in data.records["/can/rx"] if r["id"] == 0x702)
+    assert t_stop - last_hb < 0.5
+    assert t_stop - silent_at < 0.5
+    assert all(m.state == NodeState.PRE_OPERATIONAL for m in modules)
+
+
+def test_missing_node_at_start_is_a_clear_error(tmp_path):
+    with pytest.raises(NodesMissingError, match="node 4 within 0.5 s") as err:
+        asyncio.run(trial_with_emulator(tmp_path / "t.mcap", 1.0, nodes=4, emulated=3,
+                                        startup_timeout=0.5))
+    assert err.value.missing == [4]
+
+
+def test_dropped_frames_are_counted_and_do_not_stop_the_trial(tmp_path):
+    result, data, _, _ = asyncio.run(trial_with_emulator(
+        tmp_path / "t.mcap", 3.0, nodes=3, faults={2: FaultConfig(drop_fraction=0.05, seed=7)}))
+    assert result.reason == "completed"
+    st = result.stream
+    assert st.periods == 31
+    lost = 31 * 3 - st.states_matched
+    assert 1 <= lost <= 20  # node 2 lost some SYNCs or replies; counted, not fatal
+
+
+def spawn(*args):
+    return subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def start_emulator(*extra):
+    proc = spawn("emulate", "--nodes", "3", "--port", "0", *extra)
+    for _ in range(20):
+        line = proc.stdout.readline()
+        if line.startswith("channel: "):
+            return proc, line.split()[1]
+    proc.kill()
+    raise AssertionError("aiko emulate did not start")
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    return proc.returncode, out, err
+
+
+def test_aiko_run_against_aiko_emulate_over_slcan(tmp_path):
+    emu, channel = start_emulator()
+    out_file = tmp_path / "trial.mcap"
+    try:
+        run = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
+                              "--rig", "robot", "--can-interface", "slcan", "--can-channel",
+                              channel, "--bitrate", "1000000", "--nodes", "3", "--duration", "3",
+                              "--out", str(out_file)], capture_output=True, text=True, timeout=120)
+    finally:
+        code, emu_out, emu_err = stop(emu)
+    assert run.returncode == 0, run.stderr
+    assert "trial completed" in run.stdout and str(out_file) in run.stdout
+    # the official reader reads it
+    with open(out_file, "rb") as f:
+        reader = make_reader(f)
+        topics = {ch.topic for _, ch, _ in reader.iter_messages()}
+        assert {"/references", "/can/tx", "/can/rx", "/joint_state", "/events"} <= topics
+        summary = reader.get_summary()
+        assert summary is not None and summary.statistics.message_count > 100
+    data = read_trial(out_file)
+    frames, groups = periods_in_tx(data)
+    assert len(groups) == 31
+    assert all([f.node for f in g if type(f).__name__ == "Ref"] == [1, 2, 3] for g in groups)
+    counters = [g[-1].counter for g in groups]
+    states = [r for _, r in data.records["/joint_state"]]
+    for c in counters:  # every SYNC answered by every node, matched by the echo
+        assert sorted(s["node"] for s in states if s["sync_echo"] == c) == [1, 2, 3]
+    assert code == 0 and "node 1: pre_operational, NMT obeyed: 0x01, 0x80" in emu_out
+
+
+def test_sigint_stops_safely_and_closes_the_log(tmp_path):
+    emu, channel = start_emulator()
+    out_file = tmp_path / "trial.mcap"
+    try:
+        run = spawn("run", "still", "--can-interface", "slcan", "--can-channel", channel,
+                    "--nodes", "3", "--out", str(out_file))
+        time.sleep(4.0)
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=30)
+    finally:
+        code, emu_out, _ = stop(emu)
+    assert run.returncode == 130 and "interrupted" in out and "Traceback" not in err
+    data = read_trial(out_file)
+    assert data.complete  # closed properly
+    (_, end), = data.events("trial_end")
+    assert end["data"]["reason"] == "interrupted"
+    for node in (1, 2, 3):
+        assert f"node {node}: pre_operational, NMT obeyed: 0x01, 0x80" in emu_out
+
+
+def test_kill_9_leaves_a_log_readable_to_the_last_second(tmp_path):
+    emu, channel = start_emulator()
+    out_file = tmp_path / "trial.mcap"
+    try:
+        run = spawn("run", "sidewinding", "--can-interface", "slcan", "--can-channel", channel,
+                    "--nodes", "3", "--duration", "60", "--out", str(out_file))
+        time.sleep(5.0)
+        killed_at = time.time()
+        run.kill()
+        run.wait(timeout=10)
+    finally:
+        stop(emu)
+    data = read_trial(out_file)
+    assert data.truncated and not data.complete
+    (_, start), = data.events("trial_start")
+    elapsed = killed_at - start["data"]["wall_start"]
+    last = max(t for recs in data.records.values() for t, _ in recs)
+    assert elapsed > 2.0
+    assert last >= elapsed - 1.0, (last, elapsed)
+    assert len(data.records["/references"]) >= int((elapsed - 1.0) / 0.1) - 5
+
+
+def test_missing_node_from_the_command_line():
+    emu, channel = start_emulator()
+    try:
+        r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
+                            "--can-interface", "slcan", "--can-channel", channel, "--nodes", "5",
+                            "--startup-timeout", "0.5", "--out", os.devnull],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        stop(emu)
+    assert r.returncode != 0
+    assert "no heartbeat from joint nodes 4, 5 within 0.5 s" in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_unreachable_can_channel_is_a_clear_error(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
+                        "--can-interface", "slcan", "--can-channel", f"socket://127.0.0.1:{port}",
+                        "--out", str(tmp_path / "x.mcap")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0 and "CAN slcan" in r.stderr and "Traceback" not in r.stderr
