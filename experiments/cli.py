@@ -159,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the tracked object (UDP object name or DataStream subject)")
     r.add_argument("--mocap-segment", default="link6", metavar="NAME",
                    help="DataStream segment of the subject (default link6)")
+    r.add_argument("--mocap-rate", type=_positive("mocap rate"), default=20.0, metavar="HZ",
+                   help="motion-capture logging rate (default 20)")
+    r.add_argument("--tolerate", action="append", default=[], metavar="FAULT",
+                   choices=("current-limit", "encoder-fault"),
+                   help="keep going after this fault (default: every fault stops the trial)")
     r.add_argument("--mqtt", default=None, metavar="URL",
                    help="telemetry broker, mqtt://[user:pass@]host[:port][/prefix] or mqtts://")
     r.add_argument("--mqtt-ca", default=None, metavar="FILE", help="CA file for mqtts://")
@@ -367,11 +372,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     gait = get_gait(args.gait)
     mocap_kind, mocap_host, mocap_port = _parse_mocap(args.mocap)
     mqtt_cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca) if args.mqtt else None
+    from aiko.control.supervisor import FaultPolicy
+
+    policy = FaultPolicy(stop_on_current_limit="current-limit" not in args.tolerate,
+                         stop_on_encoder_fault="encoder-fault" not in args.tolerate)
     config = TrialConfig(gait=args.gait, nodes=args.nodes, duration=args.duration, rig=args.rig,
                          can_interface=args.can_interface, can_channel=args.can_channel,
                          bitrate=args.bitrate, mocap=args.mocap, mocap_subject=args.mocap_subject,
-                         mocap_segment=args.mocap_segment, mqtt=args.mqtt,
-                         startup_timeout=args.startup_timeout)
+                         mocap_segment=args.mocap_segment, mocap_rate=args.mocap_rate,
+                         mqtt=args.mqtt, startup_timeout=args.startup_timeout, policy=policy)
     out = args.out or Path(f"trial-{datetime.now():%Y%m%d-%H%M%S}.mcap")
     status = _StatusLine(sys.stderr.isatty())
 

@@ -216,14 +216,15 @@ def test_aiko_run_against_aiko_emulate_over_slcan(tmp_path):
     assert code == 0 and "node 1: pre_operational, NMT obeyed: 0x01, 0x80" in emu_out
 
 
-def test_sigint_stops_safely_and_closes_the_log(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signals_stop_safely_and_close_the_log(tmp_path, sig):
     emu, channel = start_emulator()
     out_file = tmp_path / "trial.mcap"
     try:
         run = spawn("run", "still", "--can-interface", "slcan", "--can-channel", channel,
                     "--nodes", "3", "--out", str(out_file))
         time.sleep(4.0)
-        run.send_signal(signal.SIGINT)
+        run.send_signal(sig)
         out, err = run.communicate(timeout=30)
     finally:
         code, emu_out, _ = stop(emu)
