@@ -26,68 +26,33 @@ class _Parser(argparse.ArgumentParser):
         raise _ArgError(f"{self.prog}: {message}")
 
 
-def _positive(kind: str):
-    def parse(text: str) -> float:
+def _number(kind: str, cast=float, ok=lambda v: True, expect: str = ""):
+    """An argparse type: parse with ``cast``, check with ``ok``, one-line errors."""
+    noun = "an integer" if cast is int else "a number"
+
+    def parse(text: str):
         try:
-            v = float(text)
+            v = cast(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{kind} must be a number, got {text!r}") from None
-        if not (math.isfinite(v) and v > 0):
-            raise argparse.ArgumentTypeError(f"{kind} must be a positive number, got {text}")
+            raise argparse.ArgumentTypeError(f"{kind} must be {noun}, got {text!r}") from None
+        if (cast is float and not math.isfinite(v)) or not ok(v):
+            raise argparse.ArgumentTypeError(f"{kind} must {expect}, got {text}")
         return v
     return parse
+
+
+def _positive(kind: str):
+    return _number(kind, float, lambda v: v > 0, "be a positive number")
 
 
 def _nonneg(kind: str):
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{kind} must be a number, got {text!r}") from None
-        if not (math.isfinite(v) and v >= 0):
-            raise argparse.ArgumentTypeError(f"{kind} must be a number >= 0, got {text}")
-        return v
-    return parse
+    return _number(kind, float, lambda v: v >= 0, "be a number >= 0")
 
 
-def _links(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"links must be an integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"links must be >= 1, got {v}")
-    return v
-
-
-def _slope(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"slope must be a number, got {text!r}") from None
-    if not (math.isfinite(v) and abs(v) < 90):
-        raise argparse.ArgumentTypeError(f"slope must lie in (-90, 90) degrees, got {text}")
-    return v
-
-
-def _node_count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"nodes must be an integer, got {text!r}") from None
-    if not 1 <= v <= 63:
-        raise argparse.ArgumentTypeError(f"nodes must lie in 1..63, got {v}")
-    return v
-
-
-def _port(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"port must be an integer, got {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"port must lie in 0..65535, got {v}")
-    return v
+_links = _number("links", int, lambda v: v >= 1, "be >= 1")
+_slope = _number("slope", float, lambda v: abs(v) < 90, "lie in (-90, 90) degrees")
+_node_count = _number("nodes", int, lambda v: 1 <= v <= 63, "lie in 1..63")
+_port = _number("port", int, lambda v: 0 <= v <= 65535, "lie in 0..65535")
 
 
 def build_parser() -> argparse.ArgumentParser:
