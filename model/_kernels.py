@@ -385,55 +385,169 @@ def _contact_prox(Pc, gam, grp, rN, rT, rV, gA, e_N, mu_x, mu_y, mu_V, out):
 
 
 @njit(cache=True)
-def _constrained_inverse_mass(Rs, par, A):
-    """A = M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1 (6n, 6n), G_J = W_J^T M^-1 W_J (84).
-
-    A maps an impulse to the velocity change it causes with the bilateral joint
-    impulses solved directly (the corrected (84)); A is symmetric PSD and
-    W_J^T A = 0.
-    """
-    n = Rs.shape[0]
-    nd = 6 * n
-    minv = np.empty(6)
-    m = par[3]
-    minv[0] = 1.0 / m
-    minv[1] = 1.0 / m
-    minv[2] = 1.0 / m
+def _inverse_mass(par, minv):
+    """Diagonal of M^-1 for one link, (47)-(48): [1/m x3, 1/Theta1 x2, 1/Theta3]."""
+    minv[0] = 1.0 / par[3]
+    minv[1] = minv[0]
+    minv[2] = minv[0]
     minv[3] = 1.0 / par[4]
-    minv[4] = 1.0 / par[4]
+    minv[4] = minv[3]
     minv[5] = 1.0 / par[5]
-    for r in range(nd):
-        for c in range(nd):
-            A[r, c] = 0.0
-        A[r, r] = minv[r % 6]
-    if n < 2:
-        return
-    nc = 4 * (n - 1)
-    B = np.zeros((nc, nd))  # W_J^T M^-1
-    WJ = np.empty((12, 4))
-    L = par[0]
-    for i in range(n - 1):
-        joint_jacobian(Rs[i], Rs[i + 1], L, L, WJ)
-        for k in range(4):
-            for j in range(12):
-                B[4 * i + k, 6 * i + j] = WJ[j, k] * minv[j % 6]
-    G = np.zeros((nc, nc))
-    for a in range(nc):
-        ja = (a // 4) * 6
-        for b in range(max(0, a - 7), min(nc, a + 8)):
-            jb = (b // 4) * 6
-            lo = max(ja, jb)
-            hi = min(ja, jb) + 12
-            s = 0.0
-            for j in range(lo, hi):
-                s += B[a, j] * B[b, j] / minv[j % 6]
-            G[a, b] = s
-    X = np.linalg.solve(G, B)
-    A -= B.T @ X
 
 
 @njit(cache=True)
-def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
+def _chol4(D, Lo):
+    """Lower Cholesky factor of a 4x4 SPD block."""
+    for j in range(4):
+        s = D[j, j]
+        for k in range(j):
+            s -= Lo[j, k] * Lo[j, k]
+        d = math.sqrt(s) if s > 0.0 else 1e-300
+        Lo[j, j] = d
+        for i in range(j + 1, 4):
+            s = D[i, j]
+            for k in range(j):
+                s -= Lo[i, k] * Lo[j, k]
+            Lo[i, j] = s / d
+        for i in range(j):
+            Lo[i, j] = 0.0
+
+
+@njit(cache=True)
+def joint_system(Rs, par, WJ, Ld, Ls):
+    """W_J and the block Cholesky factor of G_J = W_J^T M^-1 W_J, the matrix of the
+    direct bilateral impulses (84). O(n).
+
+    Each joint touches two neighbouring links, so G_J is block tridiagonal with
+    4x4 blocks D_i (joint i with itself) and E_i (joints i, i+1 through their
+    shared link). Factor G_J = L L^T with diagonal blocks Ld[i] (lower triangular)
+    and sub-diagonal blocks Ls[i] (row i, column i-1; Ls[0] unused):
+    Ls[i] = E_{i-1}^T Ld[i-1]^-T, Ld[i] Ld[i]^T = D_i - Ls[i] Ls[i]^T.
+    WJ (nJ, 12, 4) receives the joints' W_Ji (39)-(41).
+    """
+    n = Rs.shape[0]
+    minv = np.empty(6)
+    _inverse_mass(par, minv)
+    L = par[0]
+    D = np.empty((4, 4))
+    E = np.empty((4, 4))
+    for i in range(n - 1):
+        joint_jacobian(Rs[i], Rs[i + 1], L, L, WJ[i])
+    for i in range(n - 1):
+        for a in range(4):
+            for b in range(4):
+                s = 0.0
+                for j in range(12):
+                    s += WJ[i, j, a] * minv[j % 6] * WJ[i, j, b]
+                D[a, b] = s
+        if i > 0:
+            # E = G[i-1, i] = WJ[i-1, 6:]^T M^-1 WJ[i, :6] (the shared link i)
+            for a in range(4):
+                for b in range(4):
+                    s = 0.0
+                    for j in range(6):
+                        s += WJ[i - 1, 6 + j, a] * minv[j] * WJ[i, j, b]
+                    E[a, b] = s
+            # Ls[i] Ld[i-1]^T = E^T: forward substitution, row by row
+            for r in range(4):
+                for c in range(4):
+                    s = E[c, r]
+                    for k in range(c):
+                        s -= Ls[i, r, k] * Ld[i - 1, c, k]
+                    Ls[i, r, c] = s / Ld[i - 1, c, c]
+            for a in range(4):
+                for b in range(4):
+                    s = 0.0
+                    for k in range(4):
+                        s += Ls[i, a, k] * Ls[i, b, k]
+                    D[a, b] -= s
+        _chol4(D, Ld[i])
+
+
+@njit(cache=True)
+def _joint_solve(Ld, Ls, x):
+    """Solve G_J y = x in place, x (nJ, 4), with the factor of joint_system."""
+    nj = x.shape[0]
+    for i in range(nj):  # L z = x
+        if i > 0:
+            for r in range(4):
+                s = 0.0
+                for k in range(4):
+                    s += Ls[i, r, k] * x[i - 1, k]
+                x[i, r] -= s
+        for r in range(4):
+            s = x[i, r]
+            for k in range(r):
+                s -= Ld[i, r, k] * x[i, k]
+            x[i, r] = s / Ld[i, r, r]
+    for i in range(nj - 1, -1, -1):  # L^T y = z
+        if i < nj - 1:
+            for r in range(4):
+                s = 0.0
+                for k in range(4):
+                    s += Ls[i + 1, k, r] * x[i + 1, k]
+                x[i, r] -= s
+        for r in range(3, -1, -1):
+            s = x[i, r]
+            for k in range(r + 1, 4):
+                s -= Ld[i, k, r] * x[i, k]
+            x[i, r] = s / Ld[i, r, r]
+
+
+@njit(cache=True)
+def constrain_velocity(WJ, Ld, Ls, minv, v, work):
+    """v <- v - M^-1 W_J G_J^-1 W_J^T v: add the direct joint impulses that make
+    W_J^T v = 0 (the corrected (84)); the M-orthogonal projection onto the
+    velocities the joints allow. O(n). work (nJ, 4)."""
+    nj = WJ.shape[0]
+    for i in range(nj):
+        for k in range(4):
+            s = 0.0
+            for j in range(12):
+                s += WJ[i, j, k] * v[6 * i + j]
+            work[i, k] = s
+    _joint_solve(Ld, Ls, work)
+    for i in range(nj):
+        for j in range(12):
+            s = 0.0
+            for k in range(4):
+                s += WJ[i, j, k] * work[i, k]
+            v[6 * i + j] -= minv[j % 6] * s
+
+
+@njit(cache=True)
+def link_response(k, WJ, Ld, Ls, minv, out, work):
+    """Velocity change of the whole chain per unit impulse on each of link k's six
+    coordinates, with the joints' impulses solved directly: out (6n, 6) =
+    (M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1) E_k, the link-k columns of the constrained
+    inverse mass. O(n) per column: the impulse reaches the joint system only
+    through joints k-1 and k."""
+    nj = WJ.shape[0]
+    nd = out.shape[0]
+    for j in range(6):
+        for r in range(nd):
+            out[r, j] = 0.0
+        out[6 * k + j, j] = minv[j]
+        for i in range(nj):
+            for q in range(4):
+                work[i, q] = 0.0
+        if k >= 1:  # joint k-1 sees link k as its second body
+            for q in range(4):
+                work[k - 1, q] = WJ[k - 1, 6 + j, q] * minv[j]
+        if k < nj:  # joint k sees it as its first
+            for q in range(4):
+                work[k, q] = WJ[k, j, q] * minv[j]
+        _joint_solve(Ld, Ls, work)
+        for i in range(nj):
+            for jj in range(12):
+                s = 0.0
+                for q in range(4):
+                    s += WJ[i, jj, q] * work[i, q]
+                out[6 * i + jj, j] -= minv[jj % 6] * s
+
+
+@njit(cache=True)
+def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
     Returns (iterations, converged). P (2n, 5) holds each sphere's last contact
@@ -448,7 +562,6 @@ def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
     max_iter = int(sol[10])
     L_SC = par[1]
     L_GS = par[2]
-    m = par[3]
     mu_x = par[13]
     mu_y = par[14]
     mu_V = par[15]
@@ -475,17 +588,13 @@ def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
         ufree[6 * i + 3] = u[i, 3] + dt * (tau[i, 0] - g0) / theta[0]
         ufree[6 * i + 4] = u[i, 4] + dt * (tau[i, 1] - g1) / theta[1]
         ufree[6 * i + 5] = u[i, 5] + dt * (tau[i, 2] - g2) / theta[2]
-    _constrained_inverse_mass(Rs, par, A)
-    # u0 = A M ufree: the free velocity with the joint impulses
-    mvec = np.empty(nd)
-    for i in range(n):
-        mvec[6 * i] = m
-        mvec[6 * i + 1] = m
-        mvec[6 * i + 2] = m
-        mvec[6 * i + 3] = theta[0]
-        mvec[6 * i + 4] = theta[1]
-        mvec[6 * i + 5] = theta[2]
-    uE = A @ (mvec * ufree)
+    # the free velocity with the joint impulses solved directly
+    minv = np.empty(6)
+    _inverse_mass(par, minv)
+    joint_system(Rs, par, WJ, Ld, Ls)
+    jwork = np.empty((max(n - 1, 0), 4))
+    uE = ufree
+    constrain_velocity(WJ, Ld, Ls, minv, uE, jwork)
     # active set (49) at the midpoint, with a round-off tolerance
     nact = 0
     idx = np.empty(2 * n, dtype=np.int64)
@@ -510,17 +619,22 @@ def _step(q, u, P, active, refs, par, sol, Rs, A, Wc, tmp_q):
         rT = np.empty(nact)
         rV = np.empty(nact)
         gA = np.empty(nact)
-        AW = np.empty((nact, nd, 5))  # A[:, link] @ W_c
+        AW = np.empty((nact, nd, 5))  # velocity change per unit impulse of each column
+        resp = np.empty((n, nd, 6))
+        have = np.zeros(n, dtype=np.bool_)
         for a in range(nact):
             c = idx[a]
             i = c % n
             side = 1.0 if c < n else -1.0
             contact_jacobian(Rs[i], side, L_SC, L_GS, Wc[c])
+            if not have[i]:
+                link_response(i, WJ, Ld, Ls, minv, resp[i], jwork)
+                have[i] = True
             for r in range(nd):
                 for k in range(5):
                     s = 0.0
                     for j in range(6):
-                        s += A[r, 6 * i + j] * Wc[c, j, k]
+                        s += resp[i, r, j] * Wc[c, j, k]
                     AW[a, r, k] = s
             gdiag = np.zeros(5)
             for k in range(5):
@@ -635,13 +749,16 @@ def _advance(q, u, P, active, refs, par, sol, n_steps, stats):
     unconverged steps]. Returns the number of steps taken."""
     n = q.shape[0]
     Rs = np.empty((n, 3, 3))
-    A = np.empty((6 * n, 6 * n))
+    nj = max(n - 1, 0)
+    WJ = np.empty((nj, 12, 4))
+    Ld = np.zeros((nj, 4, 4))
+    Ls = np.zeros((nj, 4, 4))
     Wc = np.zeros((2 * n, 6, 5))
     tmp_q = np.empty((n, 7))
     hold = refs.shape[0] == 1
     for s in range(n_steps):
         r = refs[0] if hold else refs[s]
-        it, ok = _step(q, u, P, active, r, par, sol, Rs, A, Wc, tmp_q)
+        it, ok = _step(q, u, P, active, r, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q)
         stats[0] += it
         if it > stats[1]:
             stats[1] = it

@@ -92,7 +92,7 @@ def test_prox_disc(zx, zy, r):
     np.testing.assert_allclose(prox_disc(p, r), p, rtol=1e-12, atol=1e-300)
     if np.linalg.norm(z) > r and r > 0:
         # nearest point is on the ray through z
-        np.testing.assert_allclose(p, z * r / np.linalg.norm(z), rtol=1e-12)
+        np.testing.assert_allclose(p, z * r / np.linalg.norm(z), rtol=1e-12, atol=1e-15 * r)
 
 
 def test_degenerate_ellipses_are_segments_or_the_origin():
