@@ -395,8 +395,8 @@ def cmd_run(args: argparse.Namespace) -> int:
               "{jitter_max_ms:.2f} ms".format(**js)
               + ("; SYNC->STATE p50 {rtt_p50_ms:.2f} ms, p99 {rtt_p99_ms:.2f} ms".format(**js)
                  if "rtt_p50_ms" in js else ""))
-    print(f"CAN tx {result.can['tx']} rx {result.can['rx']} errors "
-          f"{result.can['tx_errors'] + result.can['rx_errors']} dropped {result.can['rx_dropped']}"
+    print(f"CAN tx {result.can['tx']} (failed {result.can['tx_errors']}), rx {result.can['rx']} "
+          f"(errors {result.can['rx_errors']}, dropped {result.can['rx_dropped']})"
           + (f"; mocap {result.mocap}" if result.mocap else "")
           + (f"; mqtt {result.telemetry}" if result.telemetry else ""))
     if result.last_link6 is not None:
