@@ -73,6 +73,7 @@ class MqttTelemetry:
         self.topic = f"{config.prefix}/{trial}"
         self.queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=queue_size)
         self.reconnect_delay = reconnect_delay
+        self.disconnect_timeout = 1.0
         self.published = 0
         self.dropped = 0
         self.connects = 0
@@ -91,24 +92,38 @@ class MqttTelemetry:
         return ssl.create_default_context(cafile=self.config.ca_file)
 
     async def run(self) -> None:
-        """Connect, publish, reconnect; forever (cancel to stop)."""
+        """Connect, publish, reconnect; forever (cancel to stop).
+
+        Leaving a connection (error or cancellation) waits at most
+        ``disconnect_timeout`` for the broker's goodbye: aiomqtt would otherwise
+        wait for it without limit, and a trial must never hang on its telemetry.
+        """
         c = self.config
         while True:
+            client = aiomqtt.Client(c.host, c.port, username=c.username, password=c.password,
+                                    tls_context=self._tls(), timeout=2.0)
             try:
-                async with aiomqtt.Client(c.host, c.port, username=c.username,
-                                          password=c.password, tls_context=self._tls(),
-                                          timeout=2.0) as client:
-                    self.connected = True
-                    self.connects += 1
-                    log.info("MQTT connected to %s:%d", c.host, c.port)
+                await client.__aenter__()
+            except aiomqtt.MqttError as exc:
+                log.warning("MQTT %s:%d unavailable: %s", c.host, c.port, exc)
+            else:
+                self.connected = True
+                self.connects += 1
+                log.info("MQTT connected to %s:%d", c.host, c.port)
+                try:
                     while True:
                         topic, payload = await self.queue.get()
                         await client.publish(topic, payload, qos=0)
                         self.published += 1
-            except aiomqtt.MqttError as exc:
-                self.connected = False
-                log.warning("MQTT %s:%d unavailable: %s", c.host, c.port, exc)
-            self.connected = False
+                except aiomqtt.MqttError as exc:
+                    log.warning("MQTT %s:%d lost: %s", c.host, c.port, exc)
+                finally:
+                    self.connected = False
+                    try:
+                        await asyncio.wait_for(client.__aexit__(None, None, None),
+                                               self.disconnect_timeout)
+                    except (TimeoutError, aiomqtt.MqttError):
+                        pass
             # what waits in the queue while we are away is dropped, not hoarded
             while not self.queue.empty():
                 self.queue.get_nowait()

@@ -43,12 +43,12 @@ _TINY = 1e-300
 # --------------------------------------------------------------------------
 # small vector helpers
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cross(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def rotation(p, R):
     """Rotation matrix R^I_B = H Hbar^T of the Euler parameters p, (6)-(7).
 
@@ -72,13 +72,13 @@ def rotation(p, R):
     return R
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _all_rotations(q, Rs):
     for i in range(q.shape[0]):
         rotation(q[i, 3:7], Rs[i])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _kinematic_update(q, u, h, out):
     """out = q + h F(q) u with F of (73)-(74): r += h v, p += h/2 Hbar^T omega."""
     for i in range(q.shape[0]):
@@ -98,7 +98,7 @@ def _kinematic_update(q, u, h, out):
         out[i, 6] = e3 + 0.5 * h * (c2 + e0 * w2)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _normalise_quaternions(q):
     for i in range(q.shape[0]):
         s = math.sqrt(q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2)
@@ -109,7 +109,7 @@ def _normalise_quaternions(q):
 # --------------------------------------------------------------------------
 # gap functions and Jacobians
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def contact_gaps(q, L_SC, L_GS, g_N):
     """Gap functions of the end spheres (9)-(10). g_N (2n,): fronts, then rears."""
     n = q.shape[0]
@@ -121,7 +121,7 @@ def contact_gaps(q, L_SC, L_GS, g_N):
     return g_N
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _set_column(W, col, R, d0, d1, d2, r0, r1, r2, translational):
     """Column of a generalised force direction on one link.
 
@@ -142,7 +142,7 @@ def _set_column(W, col, R, d0, d1, d2, r0, r1, r2, translational):
         W[3 + k, col] = R[0, k] * c0 + R[1, k] * c1 + R[2, k] * c2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def contact_jacobian(R, side, L_SC, L_GS, W):
     """Force directions of one end sphere, W (6, 5) = [w_N, W_T, W_V].
 
@@ -173,7 +173,7 @@ def contact_jacobian(R, side, L_SC, L_GS, W):
     return W
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def joint_jacobian(Ra, Rb, La, Lb, W):
     """W_Ji (12, 4) of the joint between links a = i and b = i + 1, (38)-(41).
 
@@ -205,7 +205,7 @@ def joint_jacobian(Ra, Rb, La, Lb, W):
     return W
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def joint_gaps(q, L, g_J):
     """Joint gap functions (12)-(13), g_J (nJ, 4) = [g_x, g_y, g_z, g_phi]."""
     n = q.shape[0]
@@ -223,7 +223,7 @@ def joint_gaps(q, L, g_J):
 # --------------------------------------------------------------------------
 # joints, actuators, smooth forces
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def joint_angles(Rs, u, out):
     """Joint angles (65)-(66) and rates (67): out (nJ, 4) = [a_h, a_v, w_h, w_v]."""
     n = Rs.shape[0]
@@ -243,7 +243,7 @@ def joint_angles(Rs, u, out):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def control_torques(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, tau):
     """PD torques (68)-(69) applied as body torques tau (n, 3) of (62)-(63)."""
     n = Rs.shape[0]
@@ -274,7 +274,7 @@ def control_torques(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, tau):
 # --------------------------------------------------------------------------
 # constraint projection (VII-C)
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def project_joints(q, L, keep_com):
     """Project the links onto the joint constraints, (12)-(13) = 0 (VII-C).
 
@@ -365,7 +365,7 @@ def project_joints(q, L, keep_com):
 # --------------------------------------------------------------------------
 # one time step (72)-(83)
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _contact_prox(Pc, gam, grp, rN, rT, rV, gA, e_N, mu_x, mu_y, mu_V, out):
     """One group of a contact's prox equations: grp 0 normal (77) (with Newton
     restitution on the normal velocity), 1 Coulomb ellipse (78), (58), 2 rolling
@@ -384,7 +384,7 @@ def _contact_prox(Pc, gam, grp, rN, rT, rV, gA, e_N, mu_x, mu_y, mu_V, out):
         out[4] = pv[1]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _inverse_mass(par, minv):
     """Diagonal of M^-1 for one link, (47)-(48): [1/m x3, 1/Theta1 x2, 1/Theta3]."""
     minv[0] = 1.0 / par[3]
@@ -395,7 +395,7 @@ def _inverse_mass(par, minv):
     minv[5] = 1.0 / par[5]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _chol4(D, Lo):
     """Lower Cholesky factor of a 4x4 SPD block."""
     for j in range(4):
@@ -413,7 +413,7 @@ def _chol4(D, Lo):
             Lo[i, j] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def joint_system(Rs, par, WJ, Ld, Ls):
     """W_J and the block Cholesky factor of G_J = W_J^T M^-1 W_J, the matrix of the
     direct bilateral impulses (84). O(n).
@@ -464,7 +464,7 @@ def joint_system(Rs, par, WJ, Ld, Ls):
         _chol4(D, Ld[i])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _joint_solve(Ld, Ls, x):
     """Solve G_J y = x in place, x (nJ, 4), with the factor of joint_system."""
     nj = x.shape[0]
@@ -494,7 +494,7 @@ def _joint_solve(Ld, Ls, x):
             x[i, r] = s / Ld[i, r, r]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def constrain_velocity(WJ, Ld, Ls, minv, v, work):
     """v <- v - M^-1 W_J G_J^-1 W_J^T v: add the direct joint impulses that make
     W_J^T v = 0 (the corrected (84)); the M-orthogonal projection onto the
@@ -515,7 +515,7 @@ def constrain_velocity(WJ, Ld, Ls, minv, v, work):
             v[6 * i + j] -= minv[j % 6] * s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def link_response(k, WJ, Ld, Ls, minv, out, work):
     """Velocity change of the whole chain per unit impulse on each of link k's six
     coordinates, with the joints' impulses solved directly: out (6n, 6) =
@@ -546,7 +546,7 @@ def link_response(k, WJ, Ld, Ls, minv, out, work):
                 out[6 * i + jj, j] -= minv[jj % 6] * s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
@@ -742,7 +742,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q):
     return iters, converged
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _advance(q, u, P, active, refs, par, sol, n_steps, stats):
     """Run n_steps steps. refs (k, nJ, 4): k == 1 holds one set of references,
     k == n_steps gives one per step. stats (3,) += [iterations, max iterations,

@@ -29,7 +29,7 @@ __all__ = ["prox_normal", "prox_ellipse", "prox_disc", "ellipse_newton_iteration
 _ELLIPSE_MAX_ITER = 60
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _prox_ellipse_t(zx, zy, a, b):
     """Multiplier t and Newton iterations of the ellipse prox (z outside)."""
     a2 = a * a
@@ -54,7 +54,7 @@ def _prox_ellipse_t(zx, zy, a, b):
     return t, it
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _prox_ellipse(zx, zy, a, b):
     """Nearest point of {x^2/a^2 + y^2/b^2 <= 1} to (zx, zy); a, b >= 0.
 
@@ -81,7 +81,7 @@ def _prox_ellipse(zx, zy, a, b):
     return s * a2 * x / (a2 + t), s * b2 * y / (b2 + t)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _prox_disc(zx, zy, radius):
     """Nearest point of the disc of the given radius (>= 0) to (zx, zy)."""
     if radius <= 0.0:

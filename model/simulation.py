@@ -215,7 +215,9 @@ class SnakeModel:
                           f"({self.solver.max_iter}) of the {self.solver.solver} solver",
                           ConvergenceWarning, stacklevel=3)
         if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.u))):
-            raise StateError("state", f"the simulation diverged before t = {new.t:.6g} s")
+            raise StateError("state", f"the simulation diverged before t = {new.t:.6g} s "
+                                      f"(dt = {self.dt:g} s; the PD torques are explicit, and "
+                                      "their stiff vertical gain needs a small step)")
         return new, st
 
     def step(self, state: SnakeState, refs=None) -> tuple[SnakeState, StepStats]:
