@@ -29,7 +29,7 @@ import numpy as np
 
 from aiko.control import PRESETS, references
 from aiko.experiments.simulate import initial_state_for_gait, simulate_gait
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
+from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams, StateError
 
 
 def mjcf(p: SnakeParams, dt: float, mu: float, q0_h, q0_v) -> str:
@@ -97,11 +97,15 @@ def run_mujoco(p: SnakeParams, gait, dt: float, duration: float, mu: float):
 
 
 def run_ours(p: SnakeParams, gait, dt: float, duration: float):
+    """(us/step, link-6 end, stats); NaNs when the run diverges at this dt."""
     model = SnakeModel(p, SolverParams(dt=dt))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         simulate_gait(model, gait, 5 * dt)  # compiled before timing
-        r = simulate_gait(model, gait, duration)
+        try:
+            r = simulate_gait(model, gait, duration)
+        except StateError:
+            return float("nan"), np.full(3, np.nan), None
     return r.us_per_step, r.link(6)[-1], r.stats
 
 
