@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+from machine import describe
 
 BURN = "import itertools\nfor _ in itertools.count():\n    pass\n"
 
@@ -63,15 +63,7 @@ def main() -> int:
     if run.returncode != 0:
         print(out, err, file=sys.stderr)
         return 1
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"model name\s*:\s*(.*)", f.read())
-            cpu = m.group(1) if m else cpu
-    except OSError:
-        pass
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {cpu}, Python "
-          f"{platform.python_version()}; load: {'one busy process' if a.load else 'none'}; "
+    print(f"machine: {describe()}; load: {'one busy process' if a.load else 'none'}; "
           f"{a.nodes} emulated nodes behind slcan on loopback; {wall / 60:.1f} min")
     print(out.strip())
     return 0

@@ -495,6 +495,18 @@ def _joint_solve(Ld, Ls, x):
 
 
 @njit(cache=True, error_model="numpy")
+def _sub_joint_velocity(WJ, minv, P_J, v):
+    """v <- v - M^-1 W_J P_J: the velocity change of joint impulses P_J (nJ, 4)
+    taken with the opposite sign (v: a 6n vector or a strided column)."""
+    for i in range(WJ.shape[0]):
+        for j in range(12):
+            s = 0.0
+            for k in range(4):
+                s += WJ[i, j, k] * P_J[i, k]
+            v[6 * i + j] -= minv[j % 6] * s
+
+
+@njit(cache=True, error_model="numpy")
 def constrain_velocity(WJ, Ld, Ls, minv, v, work):
     """v <- v - M^-1 W_J G_J^-1 W_J^T v: add the direct joint impulses that make
     W_J^T v = 0 (the corrected (84)); the M-orthogonal projection onto the
@@ -507,12 +519,7 @@ def constrain_velocity(WJ, Ld, Ls, minv, v, work):
                 s += WJ[i, j, k] * v[6 * i + j]
             work[i, k] = s
     _joint_solve(Ld, Ls, work)
-    for i in range(nj):
-        for j in range(12):
-            s = 0.0
-            for k in range(4):
-                s += WJ[i, j, k] * work[i, k]
-            v[6 * i + j] -= minv[j % 6] * s
+    _sub_joint_velocity(WJ, minv, work, v)
 
 
 @njit(cache=True, error_model="numpy")
@@ -538,12 +545,7 @@ def link_response(k, WJ, Ld, Ls, minv, out, work):
             for q in range(4):
                 work[k, q] = WJ[k, j, q] * minv[j]
         _joint_solve(Ld, Ls, work)
-        for i in range(nj):
-            for jj in range(12):
-                s = 0.0
-                for q in range(4):
-                    s += WJ[i, jj, q] * work[i, q]
-                out[6 * i + jj, j] -= minv[jj % 6] * s
+        _sub_joint_velocity(WJ, minv, work, out[:, j])
 
 
 @njit(cache=True, error_model="numpy")

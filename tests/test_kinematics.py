@@ -60,6 +60,12 @@ def random_state(rng, n=5, tilt=0.4):
     return p, q, u
 
 
+def _moved(q, u, h):
+    """q moved by +-h along the velocity u: q +- h F(q) u (73)-(74)."""
+    dq = (h * _F(q) @ u.reshape(-1)).reshape(q.shape)
+    return q + dq, q - dq
+
+
 def _gaps(q, par):
     n = q.shape[0]
     gN = K.contact_gaps(q, par[1], par[2], np.empty(2 * n))
@@ -76,9 +82,7 @@ def test_W_N_and_W_J_are_gap_derivatives(seed):
     par = model._par
     mats = dense_matrices(q, _pars(par))
     h = 1e-6
-    F = _F(q)
-    qp = (q.reshape(-1) + h * F @ u.reshape(-1)).reshape(q.shape)
-    qm = (q.reshape(-1) - h * F @ u.reshape(-1)).reshape(q.shape)
+    qp, qm = _moved(q, u, h)
     gNp, gJp = _gaps(qp, par)
     gNm, gJm = _gaps(qm, par)
     np.testing.assert_allclose(mats["W_N"].T @ u.reshape(-1), (gNp - gNm) / (2 * h), atol=1e-6)
@@ -94,9 +98,7 @@ def test_W_T_is_the_sliding_velocity_of_the_contact_point(seed):
     par = SnakeModel(params)._par
     mats = dense_matrices(q, _pars(par))
     h = 1e-6
-    F = _F(q)
-    qp = (q.reshape(-1) + h * F @ u.reshape(-1)).reshape(q.shape)
-    qm = (q.reshape(-1) - h * F @ u.reshape(-1)).reshape(q.shape)
+    qp, qm = _moved(q, u, h)
     n = params.n
     for a in range(2 * n):
         i, side = a % n, (1.0 if a < n else -1.0)
