@@ -48,15 +48,16 @@ def test_free_fall_then_landing_and_rest():
     assert np.abs(s.u).max() < 1e-9
 
 
+@pytest.mark.parametrize("gait", ["lateral-undulation", "sidewinding"])
 @pytest.mark.parametrize("projection,tol", [("com", 1e-9), ("link1", 1e-3)])
-def test_frictionless_gait_keeps_horizontal_centre_of_mass(projection, tol):
+def test_frictionless_gait_keeps_horizontal_centre_of_mass(projection, tol, gait):
     """mu = 0: only vertical external forces, so the horizontal centre of mass
     stays where it was. The discrete step conserves it exactly; the paper's
     projection (link 1 fixed, VII-C) moves it by its joint-gap corrections
     (measured 2.3e-4 m over 5 s of lateral undulation), the centre-of-mass
     keeping projection does not (3e-14 m)."""
     model = SnakeModel(SnakeParams(mu_x=0.0, mu_y=0.0), SolverParams(projection=projection))
-    r = simulate_gait(model, PRESETS["lateral-undulation"], 5.0)
+    r = simulate_gait(model, PRESETS[gait], 5.0)
     com = r.positions.mean(axis=1)
     assert np.abs(com[:, :2] - com[0, :2]).max() < tol
     # the gait did move the body
