@@ -28,7 +28,7 @@ import numpy as np
 from machine import describe
 
 from aiko.control import PRESETS, references
-from aiko.experiments.simulate import initial_state_for_gait, simulate_gait
+from aiko.experiments.simulate import simulate_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams, StateError
 
 

@@ -84,7 +84,7 @@ class ReferenceStreamer:
         t_gait = k * self.period
         refs = self.refs_at(t_gait)
         ok = True
-        for node, r in zip(self.nodes, refs):
+        for node, r in zip(self.nodes, refs, strict=True):
             ok &= self.can_io.send(*encode(Ref(node, float(r[0]), float(r[1]), float(r[2]),
                                                float(r[3]))))
         counter = self.counter

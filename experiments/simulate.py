@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiko.control.gait import Gait, references, soft_start_times
-from aiko.model import SnakeModel, SnakeParams, SnakeState, SolverParams, StepStats
+from aiko.model import SnakeModel, SnakeState, StepStats
 from aiko.model.errors import ParameterError
 
 __all__ = ["SimulationResult", "simulate_gait", "initial_state_for_gait"]

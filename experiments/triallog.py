@@ -80,8 +80,8 @@ class TrialLog:
     """The one writer of a trial's MCAP file. ``write(channel, t, obj)`` with t on
     the trial clock (s); ``close()`` (or the context manager) finishes the file."""
 
-    def __init__(self, path: str | Path, metadata: dict, attachments: dict[str, bytes] = {},
-                 flush_interval: float = 0.5) -> None:
+    def __init__(self, path: str | Path, metadata: dict,
+                 attachments: dict[str, bytes] | None = None, flush_interval: float = 0.5) -> None:
         self.path = Path(path)
         try:
             self._f = open(self.path, "wb")
@@ -97,7 +97,7 @@ class TrialLog:
             self._channels[topic] = self._w.register_channel(topic, "json", sid)
         self._w.add_metadata("trial", {k: v if isinstance(v, str) else json.dumps(v)
                                        for k, v in metadata.items()})
-        for name, data in attachments.items():
+        for name, data in (attachments or {}).items():
             self._w.add_attachment(0, 0, name, "text/plain", data)
         self._seq = 0
         self.messages = 0

@@ -190,7 +190,7 @@ class JointModule:
 
     def set_angles(self, alpha_h: float, alpha_v: float) -> None:
         """Place motors and links at the given angles (no free play taken up)."""
-        for ax, a in zip(self.axes, (alpha_h, alpha_v)):
+        for ax, a in zip(self.axes, (alpha_h, alpha_v), strict=True):
             ax.theta = ax.link = ax.reported = float(a)
         self._target = [float(alpha_h), float(alpha_v)]
 

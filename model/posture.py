@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import StateError
 from .params import SnakeParams
-from .quaternion import from_rotation_matrix, rotation_matrix
+from .quaternion import from_rotation_matrix
 
 __all__ = ["straight_posture", "posture_from_joint_angles", "STRAIGHT_R"]
 

@@ -28,7 +28,7 @@ E = np.eye(3)
 def _pars(par):
     keys = ("L", "L_SC", "L_GS", "m", "Theta1", "Theta3", "g_x", "g_y", "g_z",
             "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V", "e_N")
-    return dict(zip(keys, (float(v) for v in par)))
+    return dict(zip(keys, (float(v) for v in par), strict=True))
 
 
 def _F(q: np.ndarray) -> np.ndarray:

@@ -106,7 +106,7 @@ def test_W_T_is_the_sliding_velocity_of_the_contact_point(seed):
         r_GC = side * params.L_GS * R[:, 2] - params.L_SC * np.eye(3)[:, 2]
         body = R.T @ r_GC
 
-        def point(qq):
+        def point(qq, i=i, body=body):
             return qq[i, :3] + rotation_matrix(qq[i, 3:] / np.linalg.norm(qq[i, 3:])) @ body
 
         v = (point(qp) - point(qm)) / (2 * h)

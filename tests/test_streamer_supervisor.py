@@ -130,7 +130,8 @@ def test_bring_up_names_the_missing_nodes():
     assert can.sent == []  # nothing started
 
 
-def started(nodes=(1, 2), policy=FaultPolicy()):
+def started(nodes=(1, 2), policy=None):
+    policy = policy or FaultPolicy()
     clock = VirtualClock()
     can = FakeCan(clock)
     can.inbox = [rx(clock, Heartbeat(n, NodeState.PRE_OPERATIONAL)) for n in nodes]
