@@ -181,6 +181,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         while True:
             k += 1
             await clock.sleep_until(t0 + 0.5 * k)
+            trial_log.flush()  # at least twice a second, even when nothing is written
             snap = snapshot()
             if status is not None:
                 status(snap)
