@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -58,8 +57,11 @@ def main() -> int:
     finally:
         if burner is not None:
             burner.kill()
-        emu.send_signal(signal.SIGINT)
-        emu.communicate(timeout=20)
+        emu.terminate()  # SIGTERM: a background job may be ignoring SIGINT
+        try:
+            emu.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            emu.kill()
     if run.returncode != 0:
         print(out, err, file=sys.stderr)
         return 1
