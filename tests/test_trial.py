@@ -12,10 +12,11 @@ import time
 import uuid
 
 import can
+import numpy as np
 import pytest
 from mcap.reader import make_reader
 
-from aiko.control import PRESETS
+from aiko.control import PRESETS, references
 from aiko.control.supervisor import NodesMissingError
 from aiko.drivers.can_bus import CanDriver
 from aiko.drivers.clock import TrialClock
@@ -134,6 +135,12 @@ def test_trial_in_process_on_the_virtual_bus(tmp_path):
     # every timestamp is on the trial clock, integer ns, non-decreasing per channel
     t = data.times("/references")
     assert t[0] >= 0 and (t[1:] >= t[:-1]).all()
+    # the reader's arrays
+    t_sent, refs = data.references()
+    assert refs.shape == (21, 3, 4) and np.allclose(t_sent, t)
+    np.testing.assert_allclose(refs[5, :, :2], references(PRESETS["sidewinding"], 0.5, 3)[:, :2])
+    tm, pos = data.mocap()
+    assert pos.shape == (len(mocap), 3) and np.isnan(pos).any() and np.isfinite(pos).any()
 
 
 def test_silent_node_mid_trial_stops_safely_within_half_a_second(tmp_path):
