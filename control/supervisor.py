@@ -120,8 +120,8 @@ class Supervisor:
         self.started_at = self.clock.now()
         self._event("nodes_started", nodes=self.nodes)
 
-    def send_nmt(self, command: int, node: int = 0) -> bool:
-        return self.can_io.send(*encode(Nmt(int(command), node)))
+    def send_nmt(self, command: int, node: int = 0, timeout: float | None = None) -> bool:
+        return self.can_io.send(*encode(Nmt(int(command), node)), timeout=timeout)
 
     # ---------------------------------------------------------------- watching
     def on_frame(self, t: float, frame: Frame) -> None:
@@ -178,7 +178,11 @@ class Supervisor:
 
     def safe_stop(self, reason: str) -> None:
         """Put every node in the safe state (NMT enter pre-operational)."""
-        ok = self.send_nmt(SAFE_STATE_COMMAND)
+        ok = False
+        for _ in range(3):  # the one frame that must go out: a longer timeout, retries
+            ok = self.send_nmt(SAFE_STATE_COMMAND, timeout=0.1)
+            if ok:
+                break
         self._event("safe_stop", reason=reason, nmt=int(SAFE_STATE_COMMAND), sent=ok)
         log.info("safe stop (%s): NMT 0x%02X to all nodes%s", reason, SAFE_STATE_COMMAND,
                  "" if ok else " FAILED")

@@ -139,12 +139,13 @@ class CanDriver:
         except asyncio.QueueFull:
             self.counters.rx_dropped += 1
 
-    def send(self, arbitration_id: int, data: bytes) -> bool:
-        """Transmit one standard frame; False (counted) if the interface refused."""
+    def send(self, arbitration_id: int, data: bytes, timeout: float | None = None) -> bool:
+        """Transmit one standard frame; False (counted) if the interface refused.
+        ``timeout`` overrides the driver's short send timeout (safety frames)."""
         msg = can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False)
         t = self.clock.now()
         try:
-            self.bus.send(msg, timeout=self.send_timeout)
+            self.bus.send(msg, timeout=self.send_timeout if timeout is None else timeout)
         except (can.CanError, OSError) as exc:
             self.counters.tx_errors += 1
             log.warning("CAN send 0x%03X failed: %s", arbitration_id, exc)

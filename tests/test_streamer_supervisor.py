@@ -23,7 +23,7 @@ class FakeCan:
         self.sent = []
         self.inbox = []
 
-    def send(self, ident, data):
+    def send(self, ident, data, timeout=None):
         self.sent.append((self.clock.now(), decode(ident, data)))
         return True
 

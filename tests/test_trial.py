@@ -189,6 +189,9 @@ def start_emulator(*extra):
 
 
 def stop(proc):
+    """Stop `aiko emulate`, after giving the frames already on their way over TCP
+    (e.g. the safe-stop NMT sent just before the client exited) time to arrive."""
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     return proc.returncode, out, err
@@ -239,6 +242,9 @@ def test_signals_stop_safely_and_close_the_log(tmp_path, sig):
     assert run.returncode == 130 and "interrupted" in out and "Traceback" not in err
     data = read_trial(out_file)
     assert data.complete  # closed properly
+    last_tx = decode(*[(r["id"], bytes.fromhex(r["data"])) for _, r in
+                       data.records["/can/tx"]][-1])
+    assert last_tx.command == NmtCommand.ENTER_PRE_OPERATIONAL  # sent, and logged as sent
     (_, end), = data.events("trial_end")
     assert end["data"]["reason"] == "interrupted"
     for node in (1, 2, 3):
