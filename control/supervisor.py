@@ -25,6 +25,7 @@ __all__ = ["FaultPolicy", "Supervisor", "TrialFault", "NodesMissingError", "SAFE
 log = logging.getLogger(__name__)
 
 SAFE_STATE_COMMAND = NmtCommand.ENTER_PRE_OPERATIONAL
+SAFE_STATE_HEARTBEAT = NodeState.PRE_OPERATIONAL
 
 
 class TrialFault(AikoError):
@@ -175,6 +176,35 @@ class Supervisor:
                 raise fault
             t += period
             await self.clock.sleep_until(t)
+
+    async def confirm_safe_state(self, timeout: float = 0.3,
+                                 on_frame: Callable | None = None) -> list[int]:
+        """After :meth:`safe_stop`, keep reading for up to ``timeout`` s until every
+        node's heartbeat reports pre-operational; record which did. Reading on
+        also lets the NMT leave before the bus is closed (a TCP link closed with
+        unread data is reset, and the reset can destroy the last frames sent)."""
+        from aiko.firmware_interface.codec import FrameError, decode
+
+        confirmed: set[int] = set()
+        end = self.clock.now() + timeout
+        while len(confirmed) < len(self.nodes):
+            left = end - self.clock.now()
+            if left <= 0:
+                break
+            rx = await self.can_io.receive(timeout=left)
+            if rx is None:
+                continue
+            if on_frame is not None:
+                on_frame(rx)
+            try:
+                frame = decode(rx.arbitration_id, rx.data)
+            except FrameError:
+                continue
+            if isinstance(frame, Heartbeat) and frame.state == SAFE_STATE_HEARTBEAT:
+                confirmed.add(frame.node)
+        missing = [n for n in self.nodes if n not in confirmed]
+        self._event("safe_state", confirmed=sorted(confirmed), missing=missing)
+        return sorted(confirmed)
 
     def safe_stop(self, reason: str) -> None:
         """Put every node in the safe state (NMT enter pre-operational)."""

@@ -226,6 +226,10 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         gc.unfreeze()
         if sup.started_at is not None:
             sup.safe_stop(reason)
+            try:
+                await sup.confirm_safe_state(on_frame=log_rx)
+            except asyncio.CancelledError:  # a second Ctrl-C: stop waiting
+                pass
         event(clock.now(), "trial_end", {"reason": reason,
                                          "fault": None if fault is None else fault.reason})
         trial_log.flush()

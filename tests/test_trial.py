@@ -154,6 +154,8 @@ def test_silent_node_mid_trial_stops_safely_within_half_a_second(tmp_path):
     assert t_stop - last_hb < 0.5
     assert t_stop - silent_at < 0.5
     assert all(m.state == NodeState.PRE_OPERATIONAL for m in modules)
+    (_, safe), = data.events("safe_state")  # the silent node cannot confirm
+    assert safe["data"]["confirmed"] == [1, 3] and safe["data"]["missing"] == [2]
 
 
 def test_missing_node_at_start_is_a_clear_error(tmp_path):
@@ -247,8 +249,11 @@ def test_signals_stop_safely_and_close_the_log(tmp_path, sig):
     assert last_tx.command == NmtCommand.ENTER_PRE_OPERATIONAL  # sent, and logged as sent
     (_, end), = data.events("trial_end")
     assert end["data"]["reason"] == "interrupted"
+    (_, safe), = data.events("safe_state")  # the nodes' heartbeats confirmed it
+    assert safe["data"]["confirmed"] == [1, 2, 3] and safe["data"]["missing"] == []
     for node in (1, 2, 3):
-        assert f"node {node}: pre_operational, NMT obeyed: 0x01, 0x80" in emu_out
+        assert f"node {node}: pre_operational, NMT obeyed: 0x01, 0x80" in emu_out, (
+            out, err, emu_out, data.records["/can/tx"][-3:])
 
 
 def test_kill_9_leaves_a_log_readable_to_the_last_second(tmp_path):
