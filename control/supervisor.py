@@ -16,7 +16,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aiko.firmware_interface.codec import Emcy, Frame, Heartbeat, JointState, Nmt, encode
+from aiko.firmware_interface.codec import (Emcy, Frame, FrameError, Heartbeat, JointState, Nmt,
+                                           decode, encode)
 from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
 from aiko.model.errors import AikoError
 
@@ -92,11 +93,23 @@ class Supervisor:
             self._event("fault", fault=kind, node=node, reason=reason)
             log.error("fault: %s", reason)
 
+    async def _receive_decoded(self, timeout: float,
+                               on_frame: Callable | None) -> tuple[float, Frame] | None:
+        """(time, frame) of the next frame within ``timeout`` s, handed raw to
+        ``on_frame`` first; None on timeout or for a frame outside the protocol."""
+        rx = await self.can_io.receive(timeout=timeout)
+        if rx is None:
+            return None
+        if on_frame is not None:
+            on_frame(rx)
+        try:
+            return rx.t, decode(rx.arbitration_id, rx.data)
+        except FrameError:
+            return None
+
     # -------------------------------------------------------------- bring-up
     async def bring_up(self, timeout: float = 2.0, on_frame: Callable | None = None) -> None:
         """Wait for every node's heartbeat, then NMT start them all."""
-        from aiko.firmware_interface.codec import FrameError, decode
-
         deadline = self.clock.now() + timeout
         self._event("waiting_for_nodes", nodes=self.nodes, timeout=timeout)
         while True:
@@ -107,16 +120,9 @@ class Supervisor:
             if left <= 0:
                 self._event("nodes_missing", missing=missing)
                 raise NodesMissingError(missing, timeout)
-            rx = await self.can_io.receive(timeout=min(left, 0.05))
-            if rx is None:
-                continue
-            if on_frame is not None:
-                on_frame(rx)
-            try:
-                frame = decode(rx.arbitration_id, rx.data)
-            except FrameError:
-                continue
-            self.on_frame(rx.t, frame)
+            got = await self._receive_decoded(min(left, 0.05), on_frame)
+            if got is not None:
+                self.on_frame(*got)
         self.send_nmt(NmtCommand.START)
         self.started_at = self.clock.now()
         self._event("nodes_started", nodes=self.nodes)
@@ -183,23 +189,16 @@ class Supervisor:
         node's heartbeat reports pre-operational; record which did. Reading on
         also lets the NMT leave before the bus is closed (a TCP link closed with
         unread data is reset, and the reset can destroy the last frames sent)."""
-        from aiko.firmware_interface.codec import FrameError, decode
-
         confirmed: set[int] = set()
         end = self.clock.now() + timeout
         while len(confirmed) < len(self.nodes):
             left = end - self.clock.now()
             if left <= 0:
                 break
-            rx = await self.can_io.receive(timeout=left)
-            if rx is None:
+            got = await self._receive_decoded(left, on_frame)
+            if got is None:
                 continue
-            if on_frame is not None:
-                on_frame(rx)
-            try:
-                frame = decode(rx.arbitration_id, rx.data)
-            except FrameError:
-                continue
+            frame = got[1]
             if isinstance(frame, Heartbeat) and frame.state == SAFE_STATE_HEARTBEAT:
                 confirmed.add(frame.node)
         missing = [n for n in self.nodes if n not in confirmed]
