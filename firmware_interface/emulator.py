@@ -216,12 +216,15 @@ class JointModule:
         """Switch the module on at t: boot-up heartbeat, then pre-operational."""
         self.powered = True
         self._t = t
-        return self._boot(t, keep_holding=False)
+        return self._boot(t, restart_controller=True)
 
-    def _boot(self, t: float, keep_holding: bool) -> list[Outgoing]:
+    def _boot(self, t: float, restart_controller: bool) -> list[Outgoing]:
+        """Boot-up heartbeat, then pre-operational. Power-up and reset node restart
+        the motor controller (its saturation timers start over); reset
+        communication leaves it running."""
         out = self._send(t, Heartbeat(self.node, NodeState.BOOT_UP))
         self._stored_ref = None
-        if not keep_holding:
+        if restart_controller:
             self._sat_since = [None, None]
         self._enter(t, NodeState.PRE_OPERATIONAL, out)
         self._hb_origin = t
@@ -285,7 +288,7 @@ class JointModule:
                 self._enter(t, NodeState.PRE_OPERATIONAL, out)
         elif command in (NmtCommand.RESET_NODE, NmtCommand.RESET_COMMUNICATION):
             self._enter(t, NodeState.BOOT_UP, out)
-            out += self._boot(t, keep_holding=command == NmtCommand.RESET_COMMUNICATION)
+            out += self._boot(t, restart_controller=command == NmtCommand.RESET_NODE)
         else:
             return out
         self.nmt_obeyed.append(command)
