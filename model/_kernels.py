@@ -24,6 +24,9 @@ import math
 import numpy as np
 from numba import njit
 
+from ._chain import (all_right, chol_factor, eliminations, joint_blocks, joint_rhs,
+                     joint_rhs_change, link_block, link_joints, link_velocity,
+                     propagate_left)
 from .prox import _prox_disc, _prox_ellipse
 
 PAR_FIELDS = (
@@ -366,22 +369,23 @@ def project_joints(q, L, keep_com):
 # one time step (72)-(83)
 # --------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def _contact_prox(Pc, gam, grp, rN, rT, rV, gA, e_N, mu_x, mu_y, mu_V, out):
-    """One group of a contact's prox equations: grp 0 normal (77) (with Newton
-    restitution on the normal velocity), 1 Coulomb ellipse (78), (58), 2 rolling
-    disc (79), (60). The friction sets use the normal impulse already in out[0]."""
+def _contact_prox(P, c, gam, grp, r, gA, e_N, mu_x, mu_y, mu_V, out):
+    """One group of contact c's prox equations, from its impulses P[c] into
+    out[c]: grp 0 normal (77) (with Newton restitution on the normal velocity),
+    1 Coulomb ellipse (78), (58), 2 rolling disc (79), (60). The friction sets use
+    the normal impulse already in out[c, 0]. r (3,): r_N, r_T, r_V."""
     if grp == 0:
-        pn = Pc[0] - rN * (gam[0] + e_N * gA)
-        out[0] = pn if pn > 0.0 else 0.0
+        pn = P[c, 0] - r[0] * (gam[0] + e_N * gA)
+        out[c, 0] = pn if pn > 0.0 else 0.0
     elif grp == 1:
-        pt = _prox_ellipse(Pc[1] - rT * gam[1], Pc[2] - rT * gam[2],
-                           mu_x * out[0], mu_y * out[0])
-        out[1] = pt[0]
-        out[2] = pt[1]
+        pt = _prox_ellipse(P[c, 1] - r[1] * gam[1], P[c, 2] - r[1] * gam[2],
+                           mu_x * out[c, 0], mu_y * out[c, 0])
+        out[c, 1] = pt[0]
+        out[c, 2] = pt[1]
     else:
-        pv = _prox_disc(Pc[3] - rV * gam[3], Pc[4] - rV * gam[4], mu_V * out[0])
-        out[3] = pv[0]
-        out[4] = pv[1]
+        pv = _prox_disc(P[c, 3] - r[2] * gam[3], P[c, 4] - r[2] * gam[4], mu_V * out[c, 0])
+        out[c, 3] = pv[0]
+        out[c, 4] = pv[1]
 
 
 @njit(cache=True, error_model="numpy")
@@ -396,72 +400,41 @@ def _inverse_mass(par, minv):
 
 
 @njit(cache=True, error_model="numpy")
-def _chol4(D, Lo):
-    """Lower Cholesky factor of a 4x4 SPD block."""
-    for j in range(4):
-        s = D[j, j]
-        for k in range(j):
-            s -= Lo[j, k] * Lo[j, k]
-        d = math.sqrt(s) if s > 0.0 else 1e-300
-        Lo[j, j] = d
-        for i in range(j + 1, 4):
-            s = D[i, j]
-            for k in range(j):
-                s -= Lo[i, k] * Lo[j, k]
-            Lo[i, j] = s / d
-        for i in range(j):
-            Lo[i, j] = 0.0
+def joint_system(Rs, par, minv, WJ, D, E, Ld, Ls):
+    """W_J (39)-(41) into WJ (nJ, 12, 4), the blocks D, E of G_J = W_J^T M^-1 W_J
+    (the matrix of the direct bilateral impulses (84), see
+    :func:`aiko.model._chain.joint_blocks`) and its block Cholesky factor. O(n).
 
-
-@njit(cache=True, error_model="numpy")
-def joint_system(Rs, par, WJ, Ld, Ls):
-    """W_J and the block Cholesky factor of G_J = W_J^T M^-1 W_J, the matrix of the
-    direct bilateral impulses (84). O(n).
-
-    Each joint touches two neighbouring links, so G_J is block tridiagonal with
-    4x4 blocks D_i (joint i with itself) and E_i (joints i, i+1 through their
-    shared link). Factor G_J = L L^T with diagonal blocks Ld[i] (lower triangular)
-    and sub-diagonal blocks Ls[i] (row i, column i-1; Ls[0] unused):
+    G_J = L L^T with diagonal blocks Ld[i] (lower triangular, the reciprocals of
+    their diagonals stored on it, see :func:`aiko.model._chain.chol_factor`) and
+    sub-diagonal blocks Ls[i] (row i, column i-1; Ls[0] unused):
     Ls[i] = E_{i-1}^T Ld[i-1]^-T, Ld[i] Ld[i]^T = D_i - Ls[i] Ls[i]^T.
-    WJ (nJ, 12, 4) receives the joints' W_Ji (39)-(41).
     """
     n = Rs.shape[0]
-    minv = np.empty(6)
-    _inverse_mass(par, minv)
     L = par[0]
-    D = np.empty((4, 4))
-    E = np.empty((4, 4))
     for i in range(n - 1):
         joint_jacobian(Rs[i], Rs[i + 1], L, L, WJ[i])
+    joint_blocks(WJ, minv, D, E)
+    S = np.empty((4, 4))
     for i in range(n - 1):
         for a in range(4):
             for b in range(4):
-                s = 0.0
-                for j in range(12):
-                    s += WJ[i, j, a] * minv[j % 6] * WJ[i, j, b]
-                D[a, b] = s
+                S[a, b] = D[i, a, b]
         if i > 0:
-            # E = G[i-1, i] = WJ[i-1, 6:]^T M^-1 WJ[i, :6] (the shared link i)
-            for a in range(4):
-                for b in range(4):
-                    s = 0.0
-                    for j in range(6):
-                        s += WJ[i - 1, 6 + j, a] * minv[j] * WJ[i, j, b]
-                    E[a, b] = s
             # Ls[i] Ld[i-1]^T = E^T: forward substitution, row by row
             for r in range(4):
                 for c in range(4):
-                    s = E[c, r]
+                    s = E[i - 1, c, r]
                     for k in range(c):
                         s -= Ls[i, r, k] * Ld[i - 1, c, k]
-                    Ls[i, r, c] = s / Ld[i - 1, c, c]
+                    Ls[i, r, c] = s * Ld[i - 1, c, c]
             for a in range(4):
                 for b in range(4):
                     s = 0.0
                     for k in range(4):
                         s += Ls[i, a, k] * Ls[i, b, k]
-                    D[a, b] -= s
-        _chol4(D, Ld[i])
+                    S[a, b] -= s
+        chol_factor(S, 4, Ld[i])
 
 
 @njit(cache=True, error_model="numpy")
@@ -479,7 +452,7 @@ def _joint_solve(Ld, Ls, x):
             s = x[i, r]
             for k in range(r):
                 s -= Ld[i, r, k] * x[i, k]
-            x[i, r] = s / Ld[i, r, r]
+            x[i, r] = s * Ld[i, r, r]
     for i in range(nj - 1, -1, -1):  # L^T y = z
         if i < nj - 1:
             for r in range(4):
@@ -491,7 +464,7 @@ def _joint_solve(Ld, Ls, x):
             s = x[i, r]
             for k in range(r + 1, 4):
                 s -= Ld[i, k, r] * x[i, k]
-            x[i, r] = s / Ld[i, r, r]
+            x[i, r] = s * Ld[i, r, r]
 
 
 @njit(cache=True, error_model="numpy")
@@ -523,83 +496,268 @@ def constrain_velocity(WJ, Ld, Ls, minv, v, work):
 
 
 @njit(cache=True, error_model="numpy")
-def link_response(k, WJ, Ld, Ls, minv, out, work):
-    """Velocity change of the whole chain per unit impulse on each of link k's six
-    coordinates, with the joints' impulses solved directly: out (6n, 6) =
-    (M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1) E_k, the link-k columns of the constrained
-    inverse mass. O(n) per column: the impulse reaches the joint system only
-    through joints k-1 and k."""
-    nj = WJ.shape[0]
-    nd = out.shape[0]
-    for j in range(6):
-        for r in range(nd):
-            out[r, j] = 0.0
-        out[6 * k + j, j] = minv[j]
-        for i in range(nj):
-            for q in range(4):
-                work[i, q] = 0.0
-        if k >= 1:  # joint k-1 sees link k as its second body
-            for q in range(4):
-                work[k - 1, q] = WJ[k - 1, 6 + j, q] * minv[j]
-        if k < nj:  # joint k sees it as its first
-            for q in range(4):
-                work[k, q] = WJ[k, j, q] * minv[j]
-        _joint_solve(Ld, Ls, work)
-        _sub_joint_velocity(WJ, minv, work, out[:, j])
+def _group_cols(grp):
+    """Columns [k0, k1) of a contact's group: 0 normal, 1 friction, 2 rolling."""
+    if grp == 0:
+        return 0, 1
+    return 2 * grp - 1, 2 * grp + 1
 
 
 @njit(cache=True, error_model="numpy")
-def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q):
+def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, v, Wc, ws):
+    """Everything a sweep needs, O(n): the chain's eliminations, Q_l and K_l of
+    each link touching the ground, each contact's W (6, 5), r and restitution
+    velocity, the warm start folded into v, b = W_J^T v. Returns the number of
+    links touching the ground (listed in order in lk, their contacts in cs)."""
+    (D, E, DL, FL, DR, FR, b, bL, bR, xJ, Qf, K, qm, lk, cs, ccount, rr, gA, Pnew,
+     Q, Y, F4, X4, X8, sv, tau, minv) = ws
+    n = u.shape[0]
+    kind = int(sol[1])
+    alpha = sol[2]
+    L_SC = par[1]
+    L_GS = par[2]
+    eliminations(D, E, Ld, Ls, FL, DR, FR, F4)
+    nl = 0
+    for l in range(n):
+        cnt = 0
+        for c in (l, l + n):
+            if active[c]:
+                cs[nl, cnt] = c
+                cnt += 1
+        if cnt == 0:
+            continue
+        lk[nl] = l
+        ccount[nl] = cnt
+        nl += 1
+        qm[l] = link_block(l, WJ, minv, Ld, Ls, DR, Qf[l], K[l], Q, X8, Y)
+        for t in range(cnt):
+            c = cs[nl - 1, t]
+            side = 1.0 if c < n else -1.0
+            contact_jacobian(Rs[l], side, L_SC, L_GS, Wc[c])
+            # diagonal of the Delassus matrix W^T A W of this contact
+            for grp in range(3):
+                k0, k1 = _group_cols(grp)
+                gmax = 0.0
+                for k in range(k0, k1):
+                    g = 0.0
+                    for i in range(6):
+                        s = 0.0
+                        for j in range(6):
+                            s += K[l, i, j] * Wc[c, j, k]
+                        g += Wc[c, i, k] * s
+                    gmax = max(gmax, g)
+                if kind == 0:
+                    rr[c, grp] = sol[3 + grp]
+                else:
+                    rr[c, grp] = alpha / max(gmax, _TINY)
+            s = 0.0
+            for j in range(6):
+                s += Wc[c, j, 0] * u[l, j]
+            gA[c] = s
+            # warm start: the last impulses act on the free velocity
+            for j in range(6):
+                w = 0.0
+                for k in range(5):
+                    w += Wc[c, j, k] * P[c, k]
+                v[6 * l + j] += minv[j] * w
+    joint_rhs(WJ, v, b)
+    return nl
+
+
+@njit(cache=True, error_model="numpy")
+def _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, dbp, dbn, left, right):
+    """Fold an impulse change df (6,) on link l into v and b = W_J^T v, and into
+    bL at joint l-1 (left) and bR at joint l (right) when those are kept
+    current. dbp, dbn (4,) scratch."""
+    nz = False
+    for j in range(6):
+        if df[j] != 0.0:
+            nz = True
+            v[6 * l + j] += minv[j] * df[j]
+    if not nz or WJ.shape[0] == 0:
+        return
+    joint_rhs_change(l, WJ, minv, df, b, dbp, dbn)
+    jp, jn = link_joints(l, WJ.shape[0])
+    if left and jp >= 0:
+        for a in range(4):
+            bL[jp, a] += dbp[a]
+    if right and jn >= 0:
+        for a in range(4):
+            bR[jn, a] += dbn[a]
+
+
+@njit(cache=True, error_model="numpy")
+def _sor_sweep(P, par, sol, WJ, minv, v, Wc, ws, nl):
+    """One Gauss-Seidel sweep along the chain (links 1..n; a link's front, then
+    rear sphere; normal, friction, rolling, the velocities following each
+    projection, Gehring et al. after (19)), with the joints' impulses exact at
+    every update. O(n + contacts). Returns (residual, impulse test passed)."""
+    (D, E, DL, FL, DR, FR, b, bL, bR, xJ, Qf, K, qm, lk, cs, ccount, rr, gA, Pnew,
+     Q, Y, F4, X4, X8, sv, tau, minv) = ws
+    mu_x = par[13]
+    mu_y = par[14]
+    mu_V = par[15]
+    e_N = par[16]
+    ul = sv[0]
+    df = sv[1]
+    gam = sv[2]
+    w = sv[3]
+    all_right(b, FR, bR)
+    jl = -1
+    res = 0.0
+    imp_ok = True
+    for t in range(nl):
+        l = lk[t]
+        while jl < l - 1:
+            jl += 1
+            propagate_left(jl, b, FL, bL)
+        link_velocity(l, v, WJ.shape[0], bL, bR, Qf[l], ul)
+        for j in range(6):
+            df[j] = 0.0
+        for s in range(ccount[t]):
+            c = cs[t, s]
+            for grp in range(3):
+                k0, k1 = _group_cols(grp)
+                for k in range(k0, k1):
+                    g = 0.0
+                    for j in range(6):
+                        g += Wc[c, j, k] * ul[j]
+                    gam[k] = g
+                _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, mu_x, mu_y, mu_V, Pnew)
+                moved = False
+                for j in range(6):
+                    w[j] = 0.0
+                for k in range(k0, k1):
+                    d = Pnew[c, k] - P[c, k]
+                    if abs(d) > abs(P[c, k]) * sol[7] + sol[8]:
+                        imp_ok = False
+                    res = max(res, abs(d) / rr[c, grp])
+                    P[c, k] = Pnew[c, k]
+                    if d != 0.0:
+                        moved = True
+                        for j in range(6):
+                            w[j] += Wc[c, j, k] * d
+                if moved:
+                    for i in range(6):
+                        s2 = 0.0
+                        for j in range(6):
+                            s2 += K[l, i, j] * w[j]
+                        ul[i] += s2
+                        df[i] += w[i]
+        _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, sv[4], sv[5], True, True)
+    return res, imp_ok
+
+
+@njit(cache=True, error_model="numpy")
+def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, ws, nl):
+    """One Jacobi sweep: every contact's prox from the same velocities (the
+    joints' impulses solved once, O(n)), then all impulses updated. Returns
+    (residual, impulse test passed, change norm of (93))."""
+    (D, E, DL, FL, DR, FR, b, bL, bR, xJ, Qf, K, qm, lk, cs, ccount, rr, gA, Pnew,
+     Q, Y, F4, X4, X8, sv, tau, minv) = ws
+    mu_x = par[13]
+    mu_y = par[14]
+    mu_V = par[15]
+    e_N = par[16]
+    nj = WJ.shape[0]
+    ul = sv[0]
+    df = sv[1]
+    gam = sv[2]
+    for i in range(nj):
+        for a in range(4):
+            xJ[i, a] = b[i, a]
+    _joint_solve(Ld, Ls, xJ)
+    for t in range(nl):
+        l = lk[t]
+        jp, jn = link_joints(l, nj)
+        for j in range(6):
+            s = 0.0
+            if jp >= 0:
+                for a in range(4):
+                    s += WJ[jp, 6 + j, a] * xJ[jp, a]
+            if jn >= 0:
+                for a in range(4):
+                    s += WJ[jn, j, a] * xJ[jn, a]
+            ul[j] = v[6 * l + j] - minv[j] * s
+        for s in range(ccount[t]):
+            c = cs[t, s]
+            for k in range(5):
+                g = 0.0
+                for j in range(6):
+                    g += Wc[c, j, k] * ul[j]
+                gam[k] = g
+            for grp in range(3):
+                _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, mu_x, mu_y, mu_V, Pnew)
+    res = 0.0
+    imp_ok = True
+    d_n = 0.0
+    d_t = 0.0
+    d_v = 0.0
+    for t in range(nl):
+        l = lk[t]
+        for j in range(6):
+            df[j] = 0.0
+        for s in range(ccount[t]):
+            c = cs[t, s]
+            for grp in range(3):
+                k0, k1 = _group_cols(grp)
+                for k in range(k0, k1):
+                    d = Pnew[c, k] - P[c, k]
+                    if abs(d) > abs(P[c, k]) * sol[7] + sol[8]:
+                        imp_ok = False
+                    res = max(res, abs(d) / rr[c, grp])
+                    if grp == 0:
+                        d_n += d * d
+                    elif grp == 1:
+                        d_t += d * d
+                    else:
+                        d_v += d * d
+                    P[c, k] = Pnew[c, k]
+                    for j in range(6):
+                        df[j] += Wc[c, j, k] * d
+        _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, sv[4], sv[5], False, False)
+    return res, imp_ok, math.sqrt(d_n) + math.sqrt(d_t) + math.sqrt(d_v)
+
+
+@njit(cache=True, error_model="numpy")
+def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwork, ws):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
     Returns (iterations, converged). P (2n, 5) holds each sphere's last contact
     impulsions (warm start, as in the paper: the value it had when the contact was
     last active) and on return this step's; active (2n,) the active set (49).
+    ufree (6n,), jwork (nJ, 4) and ws (:func:`_workspace`) are scratch.
     """
     n = q.shape[0]
-    nd = 6 * n
     dt = sol[0]
     kind = int(sol[1])
-    alpha = sol[2]
     max_iter = int(sol[10])
     L_SC = par[1]
     L_GS = par[2]
-    mu_x = par[13]
-    mu_y = par[14]
-    mu_V = par[15]
-    e_N = par[16]
     # (72): explicit first half step; the quaternions are renormalised there
     _kinematic_update(q, u, 0.5 * dt, tmp_q)
     _normalise_quaternions(tmp_q)
     _all_rotations(tmp_q, Rs)
     # smooth forces h_M (gravity, gyroscopic) and control torques tau_C
-    tau = np.empty((n, 3))
+    tau = ws[25]
     control_torques(Rs, u, refs, par[9], par[10], par[11], par[12], tau)
-    theta = np.empty(3)
-    theta[0] = par[4]
-    theta[1] = par[4]
-    theta[2] = par[5]
-    ufree = np.empty(nd)
+    th0 = par[4]
+    th2 = par[5]
     for i in range(n):
         for k in range(3):
             ufree[6 * i + k] = u[i, k] + dt * par[6 + k]
         w0 = u[i, 3]
         w1 = u[i, 4]
         w2 = u[i, 5]
-        g0, g1, g2 = _cross(w0, w1, w2, theta[0] * w0, theta[1] * w1, theta[2] * w2)
-        ufree[6 * i + 3] = u[i, 3] + dt * (tau[i, 0] - g0) / theta[0]
-        ufree[6 * i + 4] = u[i, 4] + dt * (tau[i, 1] - g1) / theta[1]
-        ufree[6 * i + 5] = u[i, 5] + dt * (tau[i, 2] - g2) / theta[2]
-    # the free velocity with the joint impulses solved directly
-    minv = np.empty(6)
+        g0, g1, g2 = _cross(w0, w1, w2, th0 * w0, th0 * w1, th2 * w2)
+        ufree[6 * i + 3] = u[i, 3] + dt * (tau[i, 0] - g0) / th0
+        ufree[6 * i + 4] = u[i, 4] + dt * (tau[i, 1] - g1) / th0
+        ufree[6 * i + 5] = u[i, 5] + dt * (tau[i, 2] - g2) / th2
+    minv = ws[26]
     _inverse_mass(par, minv)
-    joint_system(Rs, par, WJ, Ld, Ls)
-    jwork = np.empty((max(n - 1, 0), 4))
-    uE = ufree
-    constrain_velocity(WJ, Ld, Ls, minv, uE, jwork)
+    joint_system(Rs, par, minv, WJ, ws[0], ws[1], Ld, Ls)
     # active set (49) at the midpoint, with a round-off tolerance
     nact = 0
-    idx = np.empty(2 * n, dtype=np.int64)
     for c in range(2 * n):
         i = c % n
         side = 1.0 if c < n else -1.0
@@ -609,7 +767,6 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q):
                 for k in range(5):
                     P[c, k] = 0.0
             active[c] = True
-            idx[nact] = c
             nact += 1
         else:
             active[c] = False
@@ -617,131 +774,45 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q):
     converged = True
     if nact > 0:
         converged = False
-        rN = np.empty(nact)
-        rT = np.empty(nact)
-        rV = np.empty(nact)
-        gA = np.empty(nact)
-        AW = np.empty((nact, nd, 5))  # velocity change per unit impulse of each column
-        resp = np.empty((n, nd, 6))
-        have = np.zeros(n, dtype=np.bool_)
-        for a in range(nact):
-            c = idx[a]
-            i = c % n
-            side = 1.0 if c < n else -1.0
-            contact_jacobian(Rs[i], side, L_SC, L_GS, Wc[c])
-            if not have[i]:
-                link_response(i, WJ, Ld, Ls, minv, resp[i], jwork)
-                have[i] = True
-            for r in range(nd):
-                for k in range(5):
-                    s = 0.0
-                    for j in range(6):
-                        s += resp[i, r, j] * Wc[c, j, k]
-                    AW[a, r, k] = s
-            gdiag = np.zeros(5)
-            for k in range(5):
-                s = 0.0
-                for j in range(6):
-                    s += Wc[c, j, k] * AW[a, 6 * i + j, k]
-                gdiag[k] = s
-            if kind == 0:
-                rN[a] = sol[3]
-                rT[a] = sol[4]
-                rV[a] = sol[5]
-            else:
-                rN[a] = alpha / max(gdiag[0], _TINY)
-                rT[a] = alpha / max(max(gdiag[1], gdiag[2]), _TINY)
-                rV[a] = alpha / max(max(gdiag[3], gdiag[4]), _TINY)
-            s = 0.0
-            for j in range(6):
-                s += Wc[c, j, 0] * u[i, j]
-            gA[a] = s
-            # warm start
-            for r in range(nd):
-                uE[r] += (AW[a, r, 0] * P[c, 0] + AW[a, r, 1] * P[c, 1] + AW[a, r, 2] * P[c, 2]
-                          + AW[a, r, 3] * P[c, 3] + AW[a, r, 4] * P[c, 4])
-        Pnew = np.empty((nact, 5))
-        dP = np.empty(5)
-        gam = np.empty(5)
+        nl = _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, ufree, Wc, ws)
         while iters < max_iter:
             iters += 1
-            dsum = 0.0
-            imp_ok = True
-            res = 0.0
-            for a in range(nact):
-                c = idx[a]
-                i = c % n
-                if kind == 2:
-                    # SOR: normal, then friction, then rolling, the velocities
-                    # following each projection at once (Gehring et al., after (19))
-                    for grp in range(3):
-                        k0 = 0 if grp == 0 else 2 * grp - 1
-                        k1 = 1 if grp == 0 else 2 * grp + 1
-                        for k in range(k0, k1):
-                            s = 0.0
-                            for j in range(6):
-                                s += Wc[c, j, k] * uE[6 * i + j]
-                            gam[k] = s
-                        _contact_prox(P[c], gam, grp, rN[a], rT[a], rV[a], gA[a],
-                                      e_N, mu_x, mu_y, mu_V, Pnew[a])
-                        rk = rN[a] if grp == 0 else (rT[a] if grp == 1 else rV[a])
-                        for k in range(k0, k1):
-                            dP[k] = Pnew[a, k] - P[c, k]
-                            if abs(dP[k]) > abs(P[c, k]) * sol[7] + sol[8]:
-                                imp_ok = False
-                            res = max(res, abs(dP[k]) / rk)
-                            P[c, k] = Pnew[a, k]
-                            if dP[k] != 0.0:
-                                for r in range(nd):
-                                    uE[r] += AW[a, r, k] * dP[k]
-                else:
-                    for k in range(5):
-                        s = 0.0
-                        for j in range(6):
-                            s += Wc[c, j, k] * uE[6 * i + j]
-                        gam[k] = s
-                    for grp in range(3):
-                        _contact_prox(P[c], gam, grp, rN[a], rT[a], rV[a], gA[a],
-                                      e_N, mu_x, mu_y, mu_V, Pnew[a])
-            if kind != 2:  # Jacobi: all contacts from the same velocities
-                d_n = 0.0
-                d_t = 0.0
-                d_v = 0.0
-                for a in range(nact):
-                    c = idx[a]
-                    for k in range(5):
-                        dP[k] = Pnew[a, k] - P[c, k]
-                        if abs(dP[k]) > abs(P[c, k]) * sol[7] + sol[8]:
-                            imp_ok = False
-                    res = max(res, abs(dP[0]) / rN[a])
-                    for k in range(1, 3):
-                        res = max(res, abs(dP[k]) / rT[a])
-                    for k in range(3, 5):
-                        res = max(res, abs(dP[k]) / rV[a])
-                    d_n += dP[0] * dP[0]
-                    d_t += dP[1] * dP[1] + dP[2] * dP[2]
-                    d_v += dP[3] * dP[3] + dP[4] * dP[4]
-                    for r in range(nd):
-                        uE[r] += (AW[a, r, 0] * dP[0] + AW[a, r, 1] * dP[1] + AW[a, r, 2] * dP[2]
-                                  + AW[a, r, 3] * dP[3] + AW[a, r, 4] * dP[4])
-                    for k in range(5):
-                        P[c, k] = Pnew[a, k]
+            if kind == 2:
+                res, imp_ok = _sor_sweep(P, par, sol, WJ, minv, ufree, Wc, ws, nl)
+            else:
+                res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree,
+                                                  Wc, ws, nl)
                 if kind == 0:  # (93)
-                    dsum = math.sqrt(d_n) + math.sqrt(d_t) + math.sqrt(d_v)
                     imp_ok = dsum < sol[6]
             # res: the largest violation of a prox equation (61), in velocity
             # units, |P - prox(P - r gamma)| / r, taken at the start of the sweep
             if imp_ok or res <= sol[9]:
                 converged = True
                 break
+    # u_E: the joints' impulses solved directly for the final contact impulses
+    constrain_velocity(WJ, Ld, Ls, minv, ufree, jwork)
     # (83): second half step with u_E, then VII-C
     for i in range(n):
         for k in range(6):
-            u[i, k] = uE[6 * i + k]
+            u[i, k] = ufree[6 * i + k]
     _kinematic_update(tmp_q, u, 0.5 * dt, q)
     _normalise_quaternions(q)
     project_joints(q, par[0], int(sol[12]) == 1)
     return iters, converged
+
+
+@njit(cache=True, error_model="numpy")
+def _workspace(n):
+    """Scratch arrays of _step for n links (see _contact_setup for their use)."""
+    nj = max(n - 1, 0)
+    return (np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
+            np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
+            np.zeros((nj, 4)), np.zeros((nj, 4)), np.zeros((nj, 4)), np.zeros((nj, 4)),
+            np.zeros((n, 6, 8)), np.zeros((n, 6, 6)), np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.zeros((2 * n, 3)), np.zeros(2 * n),
+            np.zeros((2 * n, 5)), np.zeros((8, 8)), np.zeros((8, 6)), np.zeros((4, 4)),
+            np.zeros((4, 4)), np.zeros((8, 8)), np.zeros((6, 8)), np.zeros((n, 3)), np.zeros(6))
 
 
 @njit(cache=True, error_model="numpy")
@@ -757,10 +828,14 @@ def _advance(q, u, P, active, refs, par, sol, n_steps, stats):
     Ls = np.zeros((nj, 4, 4))
     Wc = np.zeros((2 * n, 6, 5))
     tmp_q = np.empty((n, 7))
+    ufree = np.empty(6 * n)
+    jwork = np.empty((nj, 4))
+    ws = _workspace(n)
     hold = refs.shape[0] == 1
     for s in range(n_steps):
         r = refs[0] if hold else refs[s]
-        it, ok = _step(q, u, P, active, r, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q)
+        it, ok = _step(q, u, P, active, r, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree,
+                       jwork, ws)
         stats[0] += it
         if it > stats[1]:
             stats[1] = it

@@ -62,6 +62,8 @@ def _prox_ellipse(zx, zy, a, b):
     axis below 1e-150 of the other is taken as zero (a segment), and an ellipse
     smaller than 1e-290 as the origin (the answer is off by less than that).
     """
+    if a == b:  # isotropic friction: the disc, in closed form
+        return _prox_disc(zx, zy, a)
     s = max(a, b)
     if s <= 1e-290:
         return 0.0, 0.0
@@ -86,7 +88,7 @@ def _prox_disc(zx, zy, radius):
     """Nearest point of the disc of the given radius (>= 0) to (zx, zy)."""
     if radius <= 0.0:
         return 0.0, 0.0
-    nz = math.sqrt(zx * zx + zy * zy)
+    nz = math.hypot(zx, zy)  # no underflow of the squares
     if nz <= radius:
         return zx, zy
     s = radius / nz

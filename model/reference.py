@@ -242,7 +242,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
         ok = True
         res = 0.0
         if kind == 2:  # normal, friction, rolling; velocities follow each
-            for c in idx:
+            for c in sorted(idx, key=lambda c: (c % n, c // n)):  # along the chain
                 for grp, sl in enumerate(groups):
                     new = prox_group(c, Wc[c].T @ uE, grp, P[c, 0])
                     dP = new - P[c, sl]

@@ -1,0 +1,285 @@
+"""O(n) responses of the jointed chain with the joint impulses solved directly.
+
+The joint impulses P_J solve G_J P_J = -b with b = W_J^T v, v (6n,) the velocity
+the links would have without them (84). G_J = W_J^T M^-1 W_J is block
+tridiagonal: D_i (joint i with itself) and E_i (joints i and i+1 through their
+shared link i+1), 4x4 blocks. Eliminating it from both ends of the chain,
+
+    DL_0 = D_0,        DL_i = D_i - FL_i E_{i-1},   FL_i = E_{i-1}^T DL_{i-1}^-1
+    DR_m = D_m,        DR_i = D_i - FR_i E_i^T,     FR_i = E_i DR_{i+1}^-1
+    bL_0 = b_0,        bL_i = b_i - FL_i bL_{i-1}
+    bR_m = b_m,        bR_i = b_i - FR_i bR_{i+1}
+
+(m = nJ - 1), leaves for the one or two joints that touch link l (l - 1 and l)
+the small system Q_l x = [bL_{l-1}; bR_l] with Q_l = [[DL_{l-1}, E_{l-1}],
+[E_{l-1}^T, DR_l]] (the Schur complement of G_J on those joints, so Q_l^-1 is
+their block of G_J^-1). Its solution gives link l's velocity
+u_l = v_l - M_l^-1 B_l^T x = v_l - H_l [bL_{l-1}; bR_l] in O(1) (B_l: the
+joints' rows of W_J^T on link l), and K_l = M_l^-1 - H_l B_l M_l^-1 is link l's
+own block of the constrained inverse mass M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1: the response of u_l
+to an impulse on link l when nothing else changes.
+
+A change of the contact impulses on link l changes b only at joints l - 1 and l,
+so a Gauss-Seidel sweep along the chain keeps bL current behind it and bR ahead
+of it at O(1) per link: Alexiou's impulse propagation (seeds/002) in the form
+of a block elimination. Every array is a plain numpy array; nothing allocates.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+_NO_JOINT = -1
+
+
+@njit(cache=True, error_model="numpy")
+def chol_factor(A, m, F):
+    """Lower Cholesky factor F of the leading m x m block of the SPD matrix A,
+    with the reciprocals of its diagonal on F's diagonal (solves multiply)."""
+    for j in range(m):
+        s = A[j, j]
+        for k in range(j):
+            s -= F[j, k] * F[j, k]
+        d = 1.0 / math.sqrt(s) if s > 0.0 else 1e300
+        F[j, j] = d
+        for i in range(j + 1, m):
+            s = A[i, j]
+            for k in range(j):
+                s -= F[i, k] * F[j, k]
+            F[i, j] = s * d
+        for i in range(j):
+            F[i, j] = 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def chol_solve(F, m, x):
+    """Solve (F F^T) y = x in place for the leading m entries of x (F from
+    :func:`chol_factor`)."""
+    for i in range(m):
+        s = x[i]
+        for k in range(i):
+            s -= F[i, k] * x[k]
+        x[i] = s * F[i, i]
+    for i in range(m - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, m):
+            s -= F[k, i] * x[k]
+        x[i] = s * F[i, i]
+
+
+@njit(cache=True, error_model="numpy")
+def joint_blocks(WJ, minv, D, E):
+    """The blocks of G_J = W_J^T M^-1 W_J: D (nJ, 4, 4) and E (nJ, 4, 4),
+    E[i] = G_J[i, i+1] (E[nJ-1] unused). WJ (nJ, 12, 4) from joint_jacobian."""
+    nj = WJ.shape[0]
+    for i in range(nj):
+        for a in range(4):
+            for c in range(4):
+                s = 0.0
+                for j in range(12):
+                    s += WJ[i, j, a] * minv[j % 6] * WJ[i, j, c]
+                D[i, a, c] = s
+        if i + 1 < nj:
+            for a in range(4):
+                for c in range(4):
+                    s = 0.0
+                    for j in range(6):
+                        s += WJ[i, 6 + j, a] * minv[j] * WJ[i + 1, j, c]
+                    E[i, a, c] = s
+
+
+@njit(cache=True, error_model="numpy")
+def eliminations(D, E, Ld, Ls, FL, DR, FR, F4):
+    """The eliminations of G_J (module docstring). From link 1's end they come
+    with the block Cholesky factor of G_J (Ld, Ls of joint_system: DL_i = Ld_i
+    Ld_i^T, Ls_i = E_{i-1}^T Ld_{i-1}^-T), so only FL_i = Ls_i Ld_{i-1}^-1 is
+    formed; from link n's end DR, FR. FL[0] and FR[nJ-1] are unused. O(n).
+    F4 (4, 4) scratch."""
+    nj = D.shape[0]
+    if nj == 0:
+        return
+    for i in range(1, nj):
+        # FL_i Ld_{i-1} = Ls_i, row by row (back substitution on Ld^T)
+        for r in range(4):
+            for c in range(3, -1, -1):
+                s = Ls[i, r, c]
+                for k in range(c + 1, 4):
+                    s -= FL[i, r, k] * Ld[i - 1, k, c]
+                FL[i, r, c] = s * Ld[i - 1, c, c]
+    for a in range(4):
+        for c in range(4):
+            DR[nj - 1, a, c] = D[nj - 1, a, c]
+    for i in range(nj - 2, -1, -1):
+        # FR_i DR_{i+1} = E_i, row by row
+        chol_factor(DR[i + 1], 4, F4)
+        for r in range(4):
+            for c in range(4):
+                FR[i, r, c] = E[i, r, c]
+            chol_solve(F4, 4, FR[i, r])
+        for a in range(4):
+            for c in range(4):
+                s = D[i, a, c]
+                for k in range(4):
+                    s -= FR[i, a, k] * E[i, c, k]
+                DR[i, a, c] = s
+
+
+@njit(cache=True, error_model="numpy")
+def link_joints(l, nj):
+    """The joints touching link l: (joint l-1 or -1, joint l or -1)."""
+    jp = l - 1 if l >= 1 else _NO_JOINT
+    jn = l if l < nj else _NO_JOINT
+    return jp, jn
+
+
+@njit(cache=True, error_model="numpy")
+def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
+    """Link l's gains: H (6, 8) = M_l^-1 B_l^T Q_l^-1, so that
+    u_l = v_l - H [bL_{l-1}; bR_l], and K (6, 6) = M_l^-1 - H B_l M_l^-1, its
+    block of the constrained inverse mass. B_l (m, 6): the rows of W_J^T of the
+    joints touching link l, on link l. Returns m (0, 4 or 8), the joints' rows.
+    Q, Qf (8, 8) and Y (8, 6) scratch."""
+    nj = WJ.shape[0]
+    jp, jn = link_joints(l, nj)
+    # Cholesky factor of Q_l by blocks: [[Ld_{l-1}, 0], [Ls_l, chol(DR_l - Ls_l Ls_l^T)]]
+    for a in range(8):
+        for c in range(8):
+            Qf[a, c] = 0.0
+    m = 0
+    if jp >= 0:
+        for a in range(4):
+            for c in range(4):
+                Qf[a, c] = Ld[jp, a, c]
+        m = 4
+    if jn >= 0:
+        for a in range(4):
+            for c in range(4):
+                s = DR[jn, a, c]
+                if jp >= 0:
+                    for k in range(4):
+                        s -= Ls[jn, a, k] * Ls[jn, c, k]
+                Q[a, c] = s
+        chol_factor(Q, 4, Y)
+        for a in range(4):
+            for c in range(4):
+                Qf[m + a, m + c] = Y[a, c]
+                if jp >= 0:
+                    Qf[4 + a, c] = Ls[jn, a, c]
+        m += 4
+    # Y = B_l M_l^-1
+    for j in range(6):
+        r = 0
+        if jp >= 0:
+            for a in range(4):
+                Y[a, j] = WJ[jp, 6 + j, a] * minv[j]
+            r = 4
+        if jn >= 0:
+            for a in range(4):
+                Y[r + a, j] = WJ[jn, j, a] * minv[j]
+    for a in range(6):
+        for c in range(8):
+            H[a, c] = 0.0
+    if m > 0:
+        # Y <- Qf^-1 Y: K = M^-1 - Y^T Y; then Y <- Qf^-T Y = Q^-1 B M^-1 = H^T
+        for j in range(6):
+            for i in range(m):
+                s = Y[i, j]
+                for k in range(i):
+                    s -= Qf[i, k] * Y[k, j]
+                Y[i, j] = s * Qf[i, i]
+    for a in range(6):
+        for c in range(6):
+            s = 0.0
+            for i in range(m):
+                s += Y[i, a] * Y[i, c]
+            K[a, c] = -s
+        K[a, a] += minv[a]
+    if m > 0:
+        for j in range(6):
+            for i in range(m - 1, -1, -1):
+                s = Y[i, j]
+                for k in range(i + 1, m):
+                    s -= Qf[k, i] * Y[k, j]
+                Y[i, j] = s * Qf[i, i]
+            for i in range(m):
+                H[j, i] = Y[i, j]
+    return m
+
+
+@njit(cache=True, error_model="numpy")
+def propagate_left(i, b, FL, bL):
+    """bL_i from b_i and bL_{i-1}."""
+    for a in range(4):
+        s = b[i, a]
+        if i > 0:
+            for k in range(4):
+                s -= FL[i, a, k] * bL[i - 1, k]
+        bL[i, a] = s
+
+
+@njit(cache=True, error_model="numpy")
+def all_right(b, FR, bR):
+    """bR for every joint, from link n's end. O(n)."""
+    nj = b.shape[0]
+    for i in range(nj - 1, -1, -1):
+        for a in range(4):
+            s = b[i, a]
+            if i < nj - 1:
+                for k in range(4):
+                    s -= FR[i, a, k] * bR[i + 1, k]
+            bR[i, a] = s
+
+
+@njit(cache=True, error_model="numpy")
+def link_velocity(l, v, nj, bL, bR, H, out):
+    """u_l (6,) = v_l - H_l [bL_{l-1}; bR_l]: link l's velocity with the joint
+    impulses solved directly (bL, bR current at the joints touching link l)."""
+    jp, jn = link_joints(l, nj)
+    for j in range(6):
+        s = v[6 * l + j]
+        r = 0
+        if jp >= 0:
+            for a in range(4):
+                s -= H[j, a] * bL[jp, a]
+            r = 4
+        if jn >= 0:
+            for a in range(4):
+                s -= H[j, r + a] * bR[jn, a]
+        out[j] = s
+
+
+@njit(cache=True, error_model="numpy")
+def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
+    """Add to b = W_J^T v the change of an impulse df (6,) on link l (v_l changes
+    by M_l^-1 df); dbp, dbn (4,) receive the changes at joints l-1 and l."""
+    nj = WJ.shape[0]
+    jp, jn = link_joints(l, nj)
+    for a in range(4):
+        sp = 0.0
+        sn = 0.0
+        for j in range(6):
+            w = minv[j] * df[j]
+            if jp >= 0:
+                sp += WJ[jp, 6 + j, a] * w
+            if jn >= 0:
+                sn += WJ[jn, j, a] * w
+        dbp[a] = sp
+        dbn[a] = sn
+        if jp >= 0:
+            b[jp, a] += sp
+        if jn >= 0:
+            b[jn, a] += sn
+
+
+@njit(cache=True, error_model="numpy")
+def joint_rhs(WJ, v, b):
+    """b = W_J^T v, (nJ, 4)."""
+    for i in range(WJ.shape[0]):
+        for a in range(4):
+            s = 0.0
+            for j in range(12):
+                s += WJ[i, j, a] * v[6 * i + j]
+            b[i, a] = s
+
