@@ -72,22 +72,33 @@ def chol_solve(F, m, x):
 @njit(cache=True, error_model="numpy")
 def joint_blocks(WJ, minv, D, E):
     """The blocks of G_J = W_J^T M^-1 W_J: D (nJ, 4, 4) and E (nJ, 4, 4),
-    E[i] = G_J[i, i+1] (E[nJ-1] unused). WJ (nJ, 12, 4) from joint_jacobian."""
+    E[i] = G_J[i, i+1] (E[nJ-1] unused). WJ (nJ, 12, 4) from joint_jacobian,
+    whose translational rows are +-identity in the three position columns
+    (39)-(41): they add 2/m (D) and -1/m (E) on that 3x3 diagonal; the rotational
+    rows are summed as outer products."""
     nj = WJ.shape[0]
+    mt = minv[0]
     for i in range(nj):
         for a in range(4):
             for c in range(4):
-                s = 0.0
-                for j in range(12):
-                    s += WJ[i, j, a] * minv[j % 6] * WJ[i, j, c]
-                D[i, a, c] = s
-        if i + 1 < nj:
+                D[i, a, c] = 0.0
+                E[i, a, c] = 0.0
+        for a in range(3):
+            D[i, a, a] = 2.0 * mt
+            E[i, a, a] = -mt
+        for j in range(3, 6):
+            mj = minv[j]
             for a in range(4):
+                wa = mj * WJ[i, j, a]
+                wb = mj * WJ[i, 6 + j, a]
                 for c in range(4):
-                    s = 0.0
-                    for j in range(6):
-                        s += WJ[i, 6 + j, a] * minv[j] * WJ[i + 1, j, c]
-                    E[i, a, c] = s
+                    D[i, a, c] += wa * WJ[i, j, c] + wb * WJ[i, 6 + j, c]
+        if i + 1 < nj:
+            for j in range(3, 6):
+                for a in range(4):
+                    w = minv[j] * WJ[i, 6 + j, a]
+                    for c in range(4):
+                        E[i, a, c] += w * WJ[i + 1, j, c]
 
 
 @njit(cache=True, error_model="numpy")

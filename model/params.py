@@ -110,7 +110,11 @@ class SolverParams:
         impulses (their eq. 20) and the per-component tolerance
         ``|dP| <= |P| T_rel + T_abs``. G is the Delassus matrix with the joints
         solved out, W_U^T A W_U. SOR projects a contact's normal, friction and
-        rolling impulses one after the other, the velocities following each.
+        rolling impulses one after the other, the velocities following each;
+        it visits the contacts along the chain, and passes over one link's
+        contacts up to ``link_passes`` times (until no velocity changes by more
+        than ``u_tol``) before it moves on: a block Gauss-Seidel iteration whose
+        blocks are the links. 1 gives plain SOR.
 
     Every solver also stops when every prox equation (61) holds to ``u_tol`` in
     velocity units, ``|P - prox(P - r gamma)| / r <= u_tol`` (m/s): a sinking
@@ -140,6 +144,7 @@ class SolverParams:
     active_tol: float = 1e-9
     projection: str = "link1"
     warm_start: bool = field(default=True)
+    link_passes: int = 3
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -156,6 +161,8 @@ class SolverParams:
                 raise ParameterError(name, getattr(self, name), "must be non-negative")
         if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
             raise ParameterError("max_iter", self.max_iter, "must be an integer >= 1")
+        if not (isinstance(self.link_passes, int) and self.link_passes >= 1):
+            raise ParameterError("link_passes", self.link_passes, "must be an integer >= 1")
         if self.projection not in ("link1", "com"):
             raise ParameterError("projection", self.projection, "must be 'link1' or 'com'")
 

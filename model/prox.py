@@ -62,11 +62,11 @@ def _prox_ellipse(zx, zy, a, b):
     axis below 1e-150 of the other is taken as zero (a segment), and an ellipse
     smaller than 1e-290 as the origin (the answer is off by less than that).
     """
-    if a == b:  # isotropic friction: the disc, in closed form
-        return _prox_disc(zx, zy, a)
     s = max(a, b)
     if s <= 1e-290:
         return 0.0, 0.0
+    if a == b:  # isotropic friction: the disc, in closed form
+        return _prox_disc(zx, zy, a)
     a1 = a / s
     b1 = b / s
     x = zx / s

@@ -151,7 +151,8 @@ class SnakeModel:
         s = self.solver
         return np.array([s.dt, K.SOLVER_CODES[s.solver], s.relaxation, s.r_N, s.r_T, s.r_V,
                          s.eps, s.T_rel, s.T_abs, s.u_tol, s.max_iter, s.active_tol,
-                         K.PROJECTION_CODES[s.projection], 1.0 if s.warm_start else 0.0])
+                         K.PROJECTION_CODES[s.projection], 1.0 if s.warm_start else 0.0,
+                         s.link_passes])
 
     @property
     def n(self) -> int:
