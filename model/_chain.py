@@ -34,7 +34,7 @@ from numba import njit
 _NO_JOINT = -1
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def chol_factor(A, m, F):
     """Lower Cholesky factor F of the leading m x m block of the SPD matrix A,
     with the reciprocals of its diagonal on F's diagonal (solves multiply)."""
@@ -53,7 +53,7 @@ def chol_factor(A, m, F):
             F[i, j] = 0.0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def chol_solve(F, m, x):
     """Solve (F F^T) y = x in place for the leading m entries of x (F from
     :func:`chol_factor`)."""
@@ -137,7 +137,7 @@ def eliminations(D, E, Ld, Ls, FL, DR, FR, F4):
                 DR[i, a, c] = s
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def link_joints(l, nj):
     """The joints touching link l: (joint l-1 or -1, joint l or -1)."""
     jp = l - 1 if l >= 1 else _NO_JOINT
@@ -145,7 +145,7 @@ def link_joints(l, nj):
     return jp, jn
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
     """Link l's gains: H (6, 8) = M_l^-1 B_l^T Q_l^-1, so that
     u_l = v_l - H [bL_{l-1}; bR_l], and K (6, 6) = M_l^-1 - H B_l M_l^-1, its
@@ -219,7 +219,7 @@ def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
     return m
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def propagate_left(i, b, FL, bL):
     """bL_i from b_i and bL_{i-1}."""
     for a in range(4):
@@ -230,7 +230,7 @@ def propagate_left(i, b, FL, bL):
         bL[i, a] = s
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def all_right(b, FR, bR):
     """bR for every joint, from link n's end. O(n)."""
     nj = b.shape[0]
@@ -243,7 +243,7 @@ def all_right(b, FR, bR):
             bR[i, a] = s
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def link_velocity(l, v, nj, bL, bR, H, out):
     """u_l (6,) = v_l - H_l [bL_{l-1}; bR_l]: link l's velocity with the joint
     impulses solved directly (bL, bR current at the joints touching link l)."""
@@ -261,7 +261,7 @@ def link_velocity(l, v, nj, bL, bR, H, out):
         out[j] = s
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
     """Add to b = W_J^T v the change of an impulse df (6,) on link l (v_l changes
     by M_l^-1 df); dbp, dbn (4,) receive the changes at joints l-1 and l."""

@@ -51,7 +51,7 @@ def _cross(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def rotation(p, R):
     """Rotation matrix R^I_B = H Hbar^T of the Euler parameters p, (6)-(7).
 
@@ -124,7 +124,7 @@ def contact_gaps(q, L_SC, L_GS, g_N):
     return g_N
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _set_column(W, col, R, d0, d1, d2, r0, r1, r2, translational):
     """Column of a generalised force direction on one link.
 
@@ -145,7 +145,7 @@ def _set_column(W, col, R, d0, d1, d2, r0, r1, r2, translational):
         W[3 + k, col] = R[0, k] * c0 + R[1, k] * c1 + R[2, k] * c2
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def contact_jacobian(R, side, L_SC, L_GS, W):
     """Force directions of one end sphere, W (6, 5) = [w_N, W_T, W_V].
 
@@ -176,7 +176,7 @@ def contact_jacobian(R, side, L_SC, L_GS, W):
     return W
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def joint_jacobian(Ra, Rb, La, Lb, W):
     """W_Ji (12, 4) of the joint between links a = i and b = i + 1, (38)-(41).
 
@@ -370,7 +370,7 @@ def project_joints(q, L, keep_com):
 # --------------------------------------------------------------------------
 # one time step (72)-(83)
 # --------------------------------------------------------------------------
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _contact_prox(P, c, gam, grp, r, gA, e_N, mu_x, mu_y, mu_V, out):
     """One group of contact c's prox equations, from its impulses P[c] into
     out[c]: grp 0 normal (77) (with Newton restitution on the normal velocity),
@@ -497,7 +497,7 @@ def constrain_velocity(WJ, Ld, Ls, minv, v, work):
     _sub_joint_velocity(WJ, minv, work, v)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _group_cols(grp):
     """Columns [k0, k1) of a contact's group: 0 normal, 1 friction, 2 rolling."""
     if grp == 0:
@@ -566,7 +566,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, v, Wc, ws):
     return nl
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, dbp, dbn, left, right):
     """Fold an impulse change df (6,) on link l into v and b = W_J^T v, and into
     bL at joint l-1 (left) and bR at joint l (right) when those are kept
@@ -589,17 +589,18 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, dbp, dbn, left, right):
 
 
 @njit(cache=True, error_model="numpy")
-def _sor_sweep(P, par, sol, WJ, minv, v, Wc, ws, nl):
-    """One Gauss-Seidel sweep along the chain (links 1..n; a link's front, then
+def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs, ccount, rr,
+               gA, Pnew, sv):
+    """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
     rear sphere; normal, friction, rolling, the velocities following each
     projection, Gehring et al. after (19)), with the joints' impulses exact at
-    every update. Each link's contacts are passed over up to ``link_passes``
-    times before the sweep moves on (a block Gauss-Seidel step, the block solved
-    by inner sweeps): stops early when a pass changes no velocity by more than
-    u_tol. The residual and impulse test are those of the first pass. O(n +
-    contacts). Returns (residual, impulse test passed)."""
-    (D, E, DL, FL, DR, FR, b, bL, bR, xJ, Qf, K, qm, lk, cs, ccount, rr, gA, Pnew,
-     Q, Y, F4, X4, X8, sv, tau, minv) = ws
+    every update, until converged or max_iter sweeps. Each link's contacts are
+    passed over up to ``link_passes`` times before the sweep moves on (a block
+    Gauss-Seidel step, the block solved by inner sweeps): stops early when a pass
+    changes no velocity by more than u_tol. The residual and impulse test of a
+    sweep are those of its first passes. O(n + contacts) per sweep. Returns
+    (sweeps, converged). One call per step: every call of a compiled function
+    updates the reference counts of its array arguments."""
     mu_x = par[13]
     mu_y = par[14]
     mu_V = par[15]
@@ -609,66 +610,73 @@ def _sor_sweep(P, par, sol, WJ, minv, v, Wc, ws, nl):
     df = sv[1]
     gam = sv[2]
     w = sv[3]
-    all_right(b, FR, bR)
-    jl = -1
-    res = 0.0
-    imp_ok = True
-    for t in range(nl):
-        l = lk[t]
-        while jl < l - 1:
-            jl += 1
-            propagate_left(jl, b, FL, bL)
-        link_velocity(l, v, WJ.shape[0], bL, bR, Qf[l], ul)
-        for j in range(6):
-            df[j] = 0.0
-        for p in range(passes):
-            local = 0.0
-            for s in range(ccount[t]):
-                c = cs[t, s]
-                for grp in range(3):
-                    k0, k1 = _group_cols(grp)
-                    for k in range(k0, k1):
-                        g = 0.0
-                        for j in range(6):
-                            g += Wc[c, j, k] * ul[j]
-                        gam[k] = g
-                    _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, mu_x, mu_y, mu_V, Pnew)
-                    moved = False
-                    for j in range(6):
-                        w[j] = 0.0
-                    for k in range(k0, k1):
-                        d = Pnew[c, k] - P[c, k]
-                        if d == 0.0:
-                            continue
-                        if p == 0 and abs(d) > abs(P[c, k]) * sol[7] + sol[8]:
-                            imp_ok = False
-                        local = max(local, abs(d) / rr[c, grp])
-                        P[c, k] = Pnew[c, k]
-                        moved = True
-                        for j in range(6):
-                            w[j] += Wc[c, j, k] * d
-                    if moved:
-                        for i in range(6):
-                            s2 = 0.0
+    max_iter = int(sol[10])
+    iters = 0
+    while iters < max_iter:
+        iters += 1
+        all_right(b, FR, bR)
+        jl = -1
+        res = 0.0
+        imp_ok = True
+        for t in range(nl):
+            l = lk[t]
+            while jl < l - 1:
+                jl += 1
+                propagate_left(jl, b, FL, bL)
+            link_velocity(l, v, WJ.shape[0], bL, bR, H[l], ul)
+            for j in range(6):
+                df[j] = 0.0
+            for p in range(passes):
+                local = 0.0
+                for s in range(ccount[t]):
+                    c = cs[t, s]
+                    for grp in range(3):
+                        k0, k1 = _group_cols(grp)
+                        for k in range(k0, k1):
+                            g = 0.0
                             for j in range(6):
-                                s2 += K[l, i, j] * w[j]
-                            ul[i] += s2
-                            df[i] += w[i]
-            if p == 0:
-                res = max(res, local)
-            if local <= sol[9]:
-                break
-        _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, sv[4], sv[5], True, True)
-    return res, imp_ok
+                                g += Wc[c, j, k] * ul[j]
+                            gam[k] = g
+                        _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, mu_x, mu_y, mu_V, Pnew)
+                        moved = False
+                        for j in range(6):
+                            w[j] = 0.0
+                        for k in range(k0, k1):
+                            d = Pnew[c, k] - P[c, k]
+                            if d == 0.0:
+                                continue
+                            if p == 0 and abs(d) > abs(P[c, k]) * sol[7] + sol[8]:
+                                imp_ok = False
+                            local = max(local, abs(d) / rr[c, grp])
+                            P[c, k] = Pnew[c, k]
+                            moved = True
+                            for j in range(6):
+                                w[j] += Wc[c, j, k] * d
+                        if moved:
+                            for i in range(6):
+                                s2 = 0.0
+                                for j in range(6):
+                                    s2 += K[l, i, j] * w[j]
+                                ul[i] += s2
+                                df[i] += w[i]
+                if p == 0:
+                    res = max(res, local)
+                if local <= sol[9]:
+                    break
+            _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, sv[4], sv[5], True, True)
+        # res: the largest violation of a prox equation (61), in velocity
+        # units, |P - prox(P - r gamma)| / r, taken at the start of the sweep
+        if imp_ok or res <= sol[9]:
+            return iters, True
+    return iters, False
 
 
 @njit(cache=True, error_model="numpy")
-def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, ws, nl):
+def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccount, rr, gA,
+                  Pnew, sv):
     """One Jacobi sweep: every contact's prox from the same velocities (the
     joints' impulses solved once, O(n)), then all impulses updated. Returns
     (residual, impulse test passed, change norm of (93))."""
-    (D, E, DL, FL, DR, FR, b, bL, bR, xJ, Qf, K, qm, lk, cs, ccount, rr, gA, Pnew,
-     Q, Y, F4, X4, X8, sv, tau, minv) = ws
     mu_x = par[13]
     mu_y = par[14]
     mu_V = par[15]
@@ -729,7 +737,7 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, ws, nl):
                     P[c, k] = Pnew[c, k]
                     for j in range(6):
                         df[j] += Wc[c, j, k] * d
-        _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, sv[4], sv[5], False, False)
+        _apply_link_impulse(l, df, v, WJ, minv, b, b, b, sv[4], sv[5], False, False)
     return res, imp_ok, math.sqrt(d_n) + math.sqrt(d_t) + math.sqrt(d_v)
 
 
@@ -789,15 +797,19 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     if nact > 0:
         converged = False
         nl = _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, ufree, Wc, ws)
-        while iters < max_iter:
+        # the sweeps take their arrays one by one: a tuple argument costs a
+        # reference-count update per member on every call
+        (D, E, DL, FL, DR, FR, b, bL, bR, xJ, H, K, qm, lk, cs, ccount, rr, gA, Pnew,
+         Q, Y, F4, X4, X8, sv, tau, minv) = ws
+        if kind == 2:
+            iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
+                                          FR, H, K, lk, cs, ccount, rr, gA, Pnew, sv)
+        while kind != 2 and iters < max_iter:
             iters += 1
-            if kind == 2:
-                res, imp_ok = _sor_sweep(P, par, sol, WJ, minv, ufree, Wc, ws, nl)
-            else:
-                res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree,
-                                                  Wc, ws, nl)
-                if kind == 0:  # (93)
-                    imp_ok = dsum < sol[6]
+            res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree, Wc, nl, b,
+                                              xJ, lk, cs, ccount, rr, gA, Pnew, sv)
+            if kind == 0:  # (93)
+                imp_ok = dsum < sol[6]
             # res: the largest violation of a prox equation (61), in velocity
             # units, |P - prox(P - r gamma)| / r, taken at the start of the sweep
             if imp_ok or res <= sol[9]:
