@@ -74,29 +74,30 @@ def joint_blocks(WJ, minv, D, E):
     """The blocks of G_J = W_J^T M^-1 W_J: D (nJ, 4, 4) and E (nJ, 4, 4),
     E[i] = G_J[i, i+1] (E[nJ-1] unused). WJ (nJ, 12, 4) from joint_jacobian,
     whose translational rows are +-identity in the three position columns
-    (39)-(41): they add 2/m (D) and -1/m (E) on that 3x3 diagonal; the rotational
-    rows are summed as outer products."""
+    (39)-(41): they add the two links' inverse masses (D) and minus the shared
+    link's (E) on that 3x3 diagonal; the rotational rows are summed as outer
+    products. minv (n, 6): each link's diagonal of M^-1."""
     nj = WJ.shape[0]
-    mt = minv[0]
     for i in range(nj):
         for a in range(4):
             for c in range(4):
                 D[i, a, c] = 0.0
                 E[i, a, c] = 0.0
         for a in range(3):
-            D[i, a, a] = 2.0 * mt
-            E[i, a, a] = -mt
+            D[i, a, a] = minv[i, a] + minv[i + 1, a]
+            E[i, a, a] = -minv[i + 1, a]
         for j in range(3, 6):
-            mj = minv[j]
+            ma = minv[i, j]
+            mb = minv[i + 1, j]
             for a in range(4):
-                wa = mj * WJ[i, j, a]
-                wb = mj * WJ[i, 6 + j, a]
+                wa = ma * WJ[i, j, a]
+                wb = mb * WJ[i, 6 + j, a]
                 for c in range(4):
                     D[i, a, c] += wa * WJ[i, j, c] + wb * WJ[i, 6 + j, c]
         if i + 1 < nj:
             for j in range(3, 6):
                 for a in range(4):
-                    w = minv[j] * WJ[i, 6 + j, a]
+                    w = minv[i + 1, j] * WJ[i, 6 + j, a]
                     for c in range(4):
                         E[i, a, c] += w * WJ[i + 1, j, c]
 
@@ -150,7 +151,8 @@ def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
     """Link l's gains: H (6, 8) = M_l^-1 B_l^T Q_l^-1, so that
     u_l = v_l - H [bL_{l-1}; bR_l], and K (6, 6) = M_l^-1 - H B_l M_l^-1, its
     block of the constrained inverse mass. B_l (m, 6): the rows of W_J^T of the
-    joints touching link l, on link l. Returns m (0, 4 or 8), the joints' rows.
+    joints touching link l, on link l; minv (6,): link l's diagonal of M^-1.
+    Returns m (0, 4 or 8), the joints' rows.
     Q, Qf (8, 8) and Y (8, 6) scratch."""
     nj = WJ.shape[0]
     jp, jn = link_joints(l, nj)
@@ -264,7 +266,8 @@ def link_velocity(l, v, nj, bL, bR, H, out):
 @njit(cache=True, error_model="numpy", inline="always")
 def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
     """Add to b = W_J^T v the change of an impulse df (6,) on link l (v_l changes
-    by M_l^-1 df); dbp, dbn (4,) receive the changes at joints l-1 and l."""
+    by M_l^-1 df, minv (6,) link l's diagonal of M^-1); dbp, dbn (4,) receive the
+    changes at joints l-1 and l."""
     nj = WJ.shape[0]
     jp, jn = link_joints(l, nj)
     for a in range(4):

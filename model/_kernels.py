@@ -392,20 +392,23 @@ def _contact_prox(P, c, gam, grp, r, gA, e_N, mu_x, mu_y, mu_V, out):
 
 @njit(cache=True, error_model="numpy")
 def _inverse_mass(par, minv):
-    """Diagonal of M^-1 for one link, (47)-(48): [1/m x3, 1/Theta1 x2, 1/Theta3]."""
-    minv[0] = 1.0 / par[3]
-    minv[1] = minv[0]
-    minv[2] = minv[0]
-    minv[3] = 1.0 / par[4]
-    minv[4] = minv[3]
-    minv[5] = 1.0 / par[5]
+    """Diagonal of M^-1, (47)-(48): minv (n, 6), each link's
+    [1/m x3, 1/Theta1 x2, 1/Theta3]."""
+    for i in range(minv.shape[0]):
+        minv[i, 0] = 1.0 / par[3]
+        minv[i, 1] = minv[i, 0]
+        minv[i, 2] = minv[i, 0]
+        minv[i, 3] = 1.0 / par[4]
+        minv[i, 4] = minv[i, 3]
+        minv[i, 5] = 1.0 / par[5]
 
 
 @njit(cache=True, error_model="numpy")
 def joint_system(Rs, par, minv, WJ, D, E, Ld, Ls):
     """W_J (39)-(41) into WJ (nJ, 12, 4), the blocks D, E of G_J = W_J^T M^-1 W_J
     (the matrix of the direct bilateral impulses (84), see
-    :func:`aiko.model._chain.joint_blocks`) and its block Cholesky factor. O(n).
+    :func:`aiko.model._chain.joint_blocks`; minv (n, 6) holds the links'
+    diagonals of M^-1) and its block Cholesky factor. O(n).
 
     G_J = L L^T with diagonal blocks Ld[i] (lower triangular, the reciprocals of
     their diagonals stored on it, see :func:`aiko.model._chain.chol_factor`) and
@@ -472,20 +475,21 @@ def _joint_solve(Ld, Ls, x):
 @njit(cache=True, error_model="numpy")
 def _sub_joint_velocity(WJ, minv, P_J, v):
     """v <- v - M^-1 W_J P_J: the velocity change of joint impulses P_J (nJ, 4)
-    taken with the opposite sign (v: a 6n vector or a strided column)."""
+    taken with the opposite sign (v (6n,); minv (n, 6) the links' diagonals of
+    M^-1)."""
     for i in range(WJ.shape[0]):
         for j in range(12):
             s = 0.0
             for k in range(4):
                 s += WJ[i, j, k] * P_J[i, k]
-            v[6 * i + j] -= minv[j % 6] * s
+            v[6 * i + j] -= minv[i + j // 6, j % 6] * s
 
 
 @njit(cache=True, error_model="numpy")
 def constrain_velocity(WJ, Ld, Ls, minv, v, work):
     """v <- v - M^-1 W_J G_J^-1 W_J^T v: add the direct joint impulses that make
     W_J^T v = 0 (the corrected (84)); the M-orthogonal projection onto the
-    velocities the joints allow. O(n). work (nJ, 4)."""
+    velocities the joints allow. O(n). minv (n, 6); work (nJ, 4)."""
     nj = WJ.shape[0]
     for i in range(nj):
         for k in range(4):
@@ -531,7 +535,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, v, Wc, ws):
         lk[nl] = l
         ccount[nl] = cnt
         nl += 1
-        qm[l] = link_block(l, WJ, minv, Ld, Ls, DR, Qf[l], K[l], Q, X8, Y)
+        qm[l] = link_block(l, WJ, minv[l], Ld, Ls, DR, Qf[l], K[l], Q, X8, Y)
         for t in range(cnt):
             c = cs[nl - 1, t]
             side = 1.0 if c < n else -1.0
@@ -561,7 +565,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, v, Wc, ws):
                 w = 0.0
                 for k in range(5):
                     w += Wc[c, j, k] * P[c, k]
-                v[6 * l + j] += minv[j] * w
+                v[6 * l + j] += minv[l, j] * w
     joint_rhs(WJ, v, b)
     return nl
 
@@ -575,10 +579,10 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, dbp, dbn, left, right):
     for j in range(6):
         if df[j] != 0.0:
             nz = True
-            v[6 * l + j] += minv[j] * df[j]
+            v[6 * l + j] += minv[l, j] * df[j]
     if not nz or WJ.shape[0] == 0:
         return
-    joint_rhs_change(l, WJ, minv, df, b, dbp, dbn)
+    joint_rhs_change(l, WJ, minv[l], df, b, dbp, dbn)
     jp, jn = link_joints(l, WJ.shape[0])
     if left and jp >= 0:
         for a in range(4):
@@ -700,7 +704,7 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
             if jn >= 0:
                 for a in range(4):
                     s += WJ[jn, j, a] * xJ[jn, a]
-            ul[j] = v[6 * l + j] - minv[j] * s
+            ul[j] = v[6 * l + j] - minv[l, j] * s
         for s in range(ccount[t]):
             c = cs[t, s]
             for k in range(5):
@@ -838,7 +842,7 @@ def _workspace(n):
             np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros((2 * n, 3)), np.zeros(2 * n),
             np.zeros((2 * n, 5)), np.zeros((8, 8)), np.zeros((8, 6)), np.zeros((4, 4)),
-            np.zeros((4, 4)), np.zeros((8, 8)), np.zeros((6, 8)), np.zeros((n, 3)), np.zeros(6))
+            np.zeros((4, 4)), np.zeros((8, 8)), np.zeros((6, 8)), np.zeros((n, 3)), np.zeros((n, 6)))
 
 
 @njit(cache=True, error_model="numpy")
