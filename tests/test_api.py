@@ -68,7 +68,8 @@ def test_bad_parameters(kw):
 
 
 @pytest.mark.parametrize("kw", [dict(dt=0.0), dict(solver="cg"), dict(alpha=2.5),
-                                dict(max_iter=0), dict(projection="none")])
+                                dict(max_iter=0), dict(projection="none"),
+                                dict(link_passes=0), dict(link_passes=1.5)])
 def test_bad_solver_parameters(kw):
     with pytest.raises(ParameterError):
         SolverParams(**kw)

@@ -49,11 +49,13 @@ with warnings.catch_warnings():  # the soft start's transient has capped steps
     STATES = _states()
 
 
-@pytest.mark.parametrize("solver", ["newton", "jor", "sor"])
+@pytest.mark.parametrize("solver", ["newton", "jor", "sor", "sor/1"])
 @pytest.mark.parametrize("case", STATES, ids=[c[0] for c in STATES])
 def test_kernel_step_equals_dense_reference(case, solver):
+    """sor/1: plain SOR, one pass over a link's contacts per sweep."""
     label, params, state, refs = case
-    model = SnakeModel(params, SolverParams(solver=solver))
+    name, _, passes = solver.partition("/")
+    model = SnakeModel(params, SolverParams(solver=name, link_passes=int(passes or 3)))
     qE, uE, P, active, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
                                                model._par, model._sol)
     new, stats = model.step(state, refs)
