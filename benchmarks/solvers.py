@@ -1,0 +1,60 @@
+"""The contact solvers and their settings on the paper's presets.
+
+    python benchmarks/solvers.py                 # the three solvers, 15 s each
+    python benchmarks/solvers.py --settings      # SOR's alpha and link_passes
+
+Prints Markdown table rows: link 6's displacement, sweeps per step, steps that
+hit the iteration cap, us/step and the realtime factor, one core. This is how
+the defaults (SOR, alpha 1, three passes per link) were chosen; the README shows
+the tables as measured. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+from machine import describe
+
+from aiko.control import PRESETS
+from aiko.experiments.simulate import simulate_gait
+from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
+
+PAPER_PRESETS = ("lateral-undulation", "lateral-undulation-orthotropic", "sidewinding")
+
+
+def row(name: str, label: str, solver: SolverParams, duration: float) -> str:
+    gait = PRESETS[name]
+    model = SnakeModel(SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y), solver)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        simulate_gait(model, gait, 10 * solver.dt)  # compiled before timing
+        r = simulate_gait(model, gait, duration)
+    d = r.link(6)[-1] - r.link(6)[0]
+    st = r.stats
+    return (f"| {name} | {label} | ({d[0]:+.3f}, {d[1]:+.3f}) | {st.iterations / st.steps:.1f} "
+            f"| {st.unconverged} | {r.us_per_step:.1f} | {r.realtime_factor:.2f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=float, default=15.0, help="simulated s (default 15)")
+    ap.add_argument("--settings", action="store_true",
+                    help="SOR with other alpha and link_passes instead of the three solvers")
+    a = ap.parse_args()
+    print(f"machine: {describe()}; one core; {a.duration:g} s per run")
+    print("| preset | solver | link 6 moved (x, y) m | sweeps mean | unconverged steps "
+          "| us/step | realtime factor |")
+    print("|---|---|---|---|---|---|---|")
+    if a.settings:
+        configs = [(f"sor alpha {al}", SolverParams(alpha=al)) for al in (0.8, 1.0, 1.2, 1.4)]
+        configs += [(f"sor link_passes {k}", SolverParams(link_passes=k)) for k in (1, 2, 5)]
+    else:
+        configs = [(s, SolverParams(solver=s)) for s in ("sor", "jor", "newton")]
+    for name in PAPER_PRESETS:
+        for label, solver in configs:
+            print(row(name, label, solver, a.duration), flush=True)
+
+
+if __name__ == "__main__":
+    main()
