@@ -38,6 +38,15 @@ def test_summary_reports_link6_iterations_and_speed(capsys):
     assert "us/step" in out and "realtime factor" in out
 
 
+@pytest.mark.parametrize("solver", ["newton", "jor", "sor"])
+def test_every_solver_runs_a_gait_and_reports_its_speed(capsys, solver):
+    assert main(["simulate", "sidewinding", "--duration", "0.1", "--solver", solver]) == 0
+    out = capsys.readouterr().out
+    assert f"solver {solver}," in out
+    us = float(out.split(" us/step")[0].rsplit(" ", 1)[1])
+    assert 0 < us < 1e6
+
+
 def test_options_reach_the_model(capsys):
     assert main(["simulate", "still", "--duration", "0.5", "--slope", "20", "--mu", "0.1",
                  "--solver", "newton", "--links", "3", "--dt", "0.0005"]) == 0
