@@ -16,8 +16,8 @@ the small system Q_l x = [bL_{l-1}; bR_l] with Q_l = [[DL_{l-1}, E_{l-1}],
 their block of G_J^-1). Its solution gives link l's velocity
 u_l = v_l - M_l^-1 B_l^T x = v_l - H_l [bL_{l-1}; bR_l] in O(1) (B_l: the
 joints' rows of W_J^T on link l), and K_l = M_l^-1 - H_l B_l M_l^-1 is link l's
-own block of the constrained inverse mass M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1: the response of u_l
-to an impulse on link l when nothing else changes.
+own block of the constrained inverse mass M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1:
+the response of u_l to an impulse on link l when nothing else changes.
 
 A change of the contact impulses on link l changes b only at joints l - 1 and l,
 so a Gauss-Seidel sweep along the chain keeps bL current behind it and bR ahead

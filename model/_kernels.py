@@ -510,11 +510,12 @@ def _group_cols(grp):
 
 
 @njit(cache=True, error_model="numpy")
-def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, v, Wc, ws):
-    """Everything a sweep needs, O(n): the chain's eliminations, Q_l and K_l of
-    each link touching the ground, each contact's W (6, 5), r and restitution
-    velocity, the warm start folded into v, b = W_J^T v. Returns the number of
-    links touching the ground (listed in order in lk, their contacts in cs)."""
+def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
+    """Everything a sweep needs, O(n): the chain's eliminations, the gains H_l
+    and K_l of each link touching the ground, each contact's W (6, 5), r and
+    restitution velocity, the warm start folded into v, b = W_J^T v. Returns the
+    number of links touching the ground (listed in order in lk, their contacts
+    in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, qm, lk, cs, ccount, rr, gA, Pnew,
      Q, Qf, Y, F4, sv, tau, minv) = ws
     n = u.shape[0]
@@ -800,9 +801,9 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     converged = True
     if nact > 0:
         converged = False
-        nl = _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, minv, ufree, Wc, ws)
-        # the sweeps take their arrays one by one: a tuple argument costs a
-        # reference-count update per member on every call
+        nl = _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, ufree, Wc, ws)
+        # the solvers take the arrays they use by name; SOR runs all its sweeps
+        # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, qm, lk, cs, ccount, rr, gA, Pnew,
          Q, Qf, Y, F4, sv, tau, minv) = ws
         if kind == 2:
