@@ -344,7 +344,14 @@ def project_joints(q, L, keep_com):
                                + q[i + 1, 6] ** 2)
                 for k in range(3, 7):
                     q[i + 1, k] /= s2
-                rotation(q[i + 1, 3:7], Rb)
+                # the turned frame: x_b = t, z_b unchanged, y_b = z_b x t
+                yx, yy, yz = _cross(Rb[0, 2], Rb[1, 2], Rb[2, 2], tx, ty, tz)
+                Rb[0, 0] = tx
+                Rb[1, 0] = ty
+                Rb[2, 0] = tz
+                Rb[0, 1] = yx
+                Rb[1, 1] = yy
+                Rb[2, 1] = yz
         for k in range(3):
             q[i + 1, k] = q[i, k] + 0.5 * L * (Ra[k, 2] + Rb[k, 2])
         for r in range(3):
