@@ -523,7 +523,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     restitution velocity, the warm start folded into v, b = W_J^T v. Returns the
     number of links touching the ground (listed in order in lk, their contacts
     in cs)."""
-    (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, qm, lk, cs, ccount, rr, gA, Pnew,
+    (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
      Q, Qf, Y, F4, sv, tau, minv) = ws
     n = u.shape[0]
     kind = int(sol[1])
@@ -543,7 +543,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
         lk[nl] = l
         ccount[nl] = cnt
         nl += 1
-        qm[l] = link_block(l, WJ, minv[l], Ld, Ls, DR, H[l], K[l], Q, Qf, Y)
+        link_block(l, WJ, minv[l], Ld, Ls, DR, H[l], K[l], Q, Qf, Y)
         for t in range(cnt):
             c = cs[nl - 1, t]
             side = 1.0 if c < n else -1.0
@@ -773,7 +773,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     _normalise_quaternions(tmp_q)
     _all_rotations(tmp_q, Rs)
     # smooth forces h_M (gravity, gyroscopic) and control torques tau_C
-    tau = ws[23]
+    tau = ws[22]
     control_torques(Rs, u, refs, par[9], par[10], par[11], par[12], tau)
     th0 = par[4]
     th2 = par[5]
@@ -787,7 +787,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
         ufree[6 * i + 3] = u[i, 3] + dt * (tau[i, 0] - g0) / th0
         ufree[6 * i + 4] = u[i, 4] + dt * (tau[i, 1] - g1) / th0
         ufree[6 * i + 5] = u[i, 5] + dt * (tau[i, 2] - g2) / th2
-    minv = ws[24]
+    minv = ws[23]
     _inverse_mass(par, minv)
     joint_system(Rs, par, minv, WJ, ws[0], ws[1], Ld, Ls)
     # active set (49) at the midpoint, with a round-off tolerance
@@ -811,7 +811,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
         nl = _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, ufree, Wc, ws)
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
-        (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, qm, lk, cs, ccount, rr, gA, Pnew,
+        (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
          Q, Qf, Y, F4, sv, tau, minv) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
@@ -843,8 +843,8 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
 def _workspace(n):
     """Scratch arrays of _step for n links, in the order they are unpacked: the
     chain's eliminations D, E, FL, DR, FR (nJ, 4, 4); the joints' right-hand
-    sides b, bL, bR, xJ (nJ, 4); each link's gains H (n, 6, 8), K (n, 6, 6) and
-    joint rows qm (n,); the links touching the ground lk (n,), their contacts
+    sides b, bL, bR, xJ (nJ, 4); each link's gains H (n, 6, 8) and K (n, 6, 6);
+    the links touching the ground lk (n,), their contacts
     cs (n, 2) and counts ccount (n,); per contact r (2n, 3), the restitution
     velocity gA (2n,) and the prox results Pnew (2n, 5); small scratch Q, Qf
     (8, 8), Y (8, 6), F4 (4, 4), sv (6, 8); tau (n, 3); minv (n, 6)."""
@@ -852,7 +852,7 @@ def _workspace(n):
     return (np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
             np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
             np.zeros((nj, 4)), np.zeros((nj, 4)), np.zeros((nj, 4)), np.zeros((nj, 4)),
-            np.zeros((n, 6, 8)), np.zeros((n, 6, 6)), np.zeros(n, dtype=np.int64),
+            np.zeros((n, 6, 8)), np.zeros((n, 6, 6)),
             np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros((2 * n, 3)), np.zeros(2 * n),
             np.zeros((2 * n, 5)), np.zeros((8, 8)), np.zeros((8, 8)), np.zeros((8, 6)),
