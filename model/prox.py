@@ -88,7 +88,9 @@ def _prox_disc(zx, zy, radius):
     """Nearest point of the disc of the given radius (>= 0) to (zx, zy)."""
     if radius <= 0.0:
         return 0.0, 0.0
-    nz = math.hypot(zx, zy)  # no underflow of the squares
+    s2 = zx * zx + zy * zy
+    # the squares neither underflow nor overflow: sqrt; else the slower hypot
+    nz = math.sqrt(s2) if 1e-280 < s2 < 1e280 else math.hypot(zx, zy)
     if nz <= radius:
         return zx, zy
     s = radius / nz
