@@ -306,9 +306,10 @@ def project_joints(q, L, keep_com):
         tx, ty, tz = _cross(Ra[0, 1], Ra[1, 1], Ra[2, 1], Rb[0, 2], Rb[1, 2], Rb[2, 2])
         nt = math.sqrt(tx * tx + ty * ty + tz * tz)
         if nt > 1e-12:
-            tx /= nt
-            ty /= nt
-            tz /= nt
+            inv = 1.0 / nt
+            tx *= inv
+            ty *= inv
+            tz *= inv
             xb0 = Rb[0, 0]
             xb1 = Rb[1, 0]
             xb2 = Rb[2, 0]
@@ -324,9 +325,9 @@ def project_joints(q, L, keep_com):
                 # world-frame rotation about z_b by th (cos th = cth >= 0,
                 # sin th = sth): p <- p_delta (x) p, with the half angle's
                 # cosine and sine from cth, sth (no trigonometric calls)
-                h = math.hypot(cth, sth)
-                c = math.sqrt(0.5 * (1.0 + cth / h))
-                s = 0.5 * (sth / h) / c
+                h = 1.0 / math.sqrt(cth * cth + sth * sth)  # both of order 1
+                c = math.sqrt(0.5 * (1.0 + cth * h))
+                s = 0.5 * sth * h / c
                 d0 = c
                 d1 = s * Rb[0, 2]
                 d2 = s * Rb[1, 2]
@@ -340,10 +341,10 @@ def project_joints(q, L, keep_com):
                 q[i + 1, 4] = d0 * p1 + p0 * d1 + x1
                 q[i + 1, 5] = d0 * p2 + p0 * d2 + x2
                 q[i + 1, 6] = d0 * p3 + p0 * d3 + x3
-                s2 = math.sqrt(q[i + 1, 3] ** 2 + q[i + 1, 4] ** 2 + q[i + 1, 5] ** 2
-                               + q[i + 1, 6] ** 2)
+                s2 = 1.0 / math.sqrt(q[i + 1, 3] ** 2 + q[i + 1, 4] ** 2 + q[i + 1, 5] ** 2
+                                     + q[i + 1, 6] ** 2)
                 for k in range(3, 7):
-                    q[i + 1, k] /= s2
+                    q[i + 1, k] *= s2
                 # the turned frame: x_b = t, z_b unchanged, y_b = z_b x t
                 yx, yy, yz = _cross(Rb[0, 2], Rb[1, 2], Rb[2, 2], tx, ty, tz)
                 Rb[0, 0] = tx
