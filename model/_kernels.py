@@ -580,25 +580,18 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, dbp, dbn, left, right):
-    """Fold an impulse change df (6,) on link l into v and b = W_J^T v, and into
-    bL at joint l-1 (left) and bR at joint l (right) when those are kept
-    current. dbp, dbn (4,) scratch."""
+def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
+    """Fold an impulse change df (6,) on link l into v and b = W_J^T v; dbp, dbn
+    (4,) receive b's changes at joints l-1 and l. Returns whether b changed."""
     nz = False
     for j in range(6):
         if df[j] != 0.0:
             nz = True
             v[6 * l + j] += minv[l, j] * df[j]
     if not nz or WJ.shape[0] == 0:
-        return
+        return False
     joint_rhs_change(l, WJ, minv[l], df, b, dbp, dbn)
-    jp, jn = link_joints(l, WJ.shape[0])
-    if left and jp >= 0:
-        for a in range(4):
-            bL[jp, a] += dbp[a]
-    if right and jn >= 0:
-        for a in range(4):
-            bR[jn, a] += dbn[a]
+    return True
 
 
 @njit(cache=True, error_model="numpy")
@@ -676,7 +669,14 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
                     res = max(res, local)
                 if local <= sol[9]:
                     break
-            _apply_link_impulse(l, df, v, WJ, minv, b, bL, bR, sv[4], sv[5], True, True)
+            if _apply_link_impulse(l, df, v, WJ, minv, b, sv[4], sv[5]):
+                # bL behind the sweep and bR ahead of it follow b at the link's joints
+                jp, jn = link_joints(l, WJ.shape[0])
+                for a in range(4):
+                    if jp >= 0:
+                        bL[jp, a] += sv[4, a]
+                    if jn >= 0:
+                        bR[jn, a] += sv[5, a]
         # res: the largest violation of a prox equation (61), in velocity
         # units, |P - prox(P - r gamma)| / r, taken at the start of the sweep
         if imp_ok or res <= sol[9]:
@@ -750,7 +750,7 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
                     P[c, k] = Pnew[c, k]
                     for j in range(6):
                         df[j] += Wc[c, j, k] * d
-        _apply_link_impulse(l, df, v, WJ, minv, b, b, b, sv[4], sv[5], False, False)
+        _apply_link_impulse(l, df, v, WJ, minv, b, sv[4], sv[5])
     return res, imp_ok, math.sqrt(d_n) + math.sqrt(d_t) + math.sqrt(d_v)
 
 

@@ -243,8 +243,9 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
         ok = True
         res = 0.0
         if kind == 2:  # normal, friction, rolling; velocities follow each
+            closed_set = set(idx)
             for link in sorted({c % n for c in idx}):  # along the chain
-                mine = [c for c in (link, link + n) if c in set(idx)]
+                mine = [c for c in (link, link + n) if c in closed_set]
                 for pass_ in range(link_passes):  # a link's contacts, until settled
                     local = 0.0
                     for c in mine:

@@ -14,18 +14,12 @@ from aiko.model.posture import posture_from_joint_angles, straight_posture
 from aiko.model.reference import _pars, dense_matrices
 
 
-def _rotations(q):
-    Rs = np.empty((q.shape[0], 3, 3))
-    for i in range(q.shape[0]):
-        K.rotation(q[i, 3:7], Rs[i])
-    return Rs
-
-
 def _chain_system(q, par, minv):
     """Everything the chain kernels compute for posture q."""
     n = q.shape[0]
     nj = n - 1
-    Rs = _rotations(q)
+    Rs = np.empty((n, 3, 3))
+    K._all_rotations(q, Rs)
     WJ = np.zeros((nj, 12, 4))
     D, E, Ld, Ls, FL, DR, FR = (np.zeros((nj, 4, 4)) for _ in range(7))
     K.joint_system(Rs, par, minv, WJ, D, E, Ld, Ls)
