@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 
 import numpy as np
 
 from machine import describe
+from timed import PAPER_PRESETS, timed_run
 
 from aiko.control import PRESETS, references
-from aiko.experiments.simulate import simulate_gait
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams, StateError
+from aiko.model import SnakeModel, SnakeParams, SolverParams
 
 
 def mjcf(p: SnakeParams, dt: float, mu: float, q0_h, q0_v) -> str:
@@ -99,14 +98,9 @@ def run_mujoco(p: SnakeParams, gait, dt: float, duration: float, mu: float):
 
 def run_ours(p: SnakeParams, gait, dt: float, duration: float):
     """(us/step, link-6 displacement, stats); NaNs when the run diverges at this dt."""
-    model = SnakeModel(p, SolverParams(dt=dt))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        simulate_gait(model, gait, 5 * dt)  # compiled before timing
-        try:
-            r = simulate_gait(model, gait, duration)
-        except StateError:
-            return float("nan"), np.full(3, np.nan), None
+    r = timed_run(SnakeModel(p, SolverParams(dt=dt)), gait, duration)
+    if r is None:
+        return float("nan"), np.full(3, np.nan), None
     return r.us_per_step, r.link(6)[-1] - r.link(6)[0], r.stats
 
 
@@ -136,7 +130,7 @@ def main() -> None:
         return
     print(f"{'preset':<32}{'dt ms':>6}{'ours us':>9}{'MuJoCo us':>10}{'ours/MJ':>8}"
           f"{'RTF ours':>9}{'RTF MJ':>8}  link 6 moved: ours | MuJoCo (m)   [MJ contacts]")
-    for name in ("lateral-undulation", "lateral-undulation-orthotropic", "sidewinding"):
+    for name in PAPER_PRESETS:
         gait = PRESETS[name]
         p = SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y)
         mu = 0.5 * (gait.mu_x + gait.mu_y)

@@ -12,24 +12,17 @@ the tables as measured. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import warnings
 
 from machine import describe
+from timed import PAPER_PRESETS, timed_run
 
 from aiko.control import PRESETS
-from aiko.experiments.simulate import simulate_gait
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
-
-PAPER_PRESETS = ("lateral-undulation", "lateral-undulation-orthotropic", "sidewinding")
-
+from aiko.model import SnakeModel, SnakeParams, SolverParams
 
 def row(name: str, label: str, solver: SolverParams, duration: float) -> str:
     gait = PRESETS[name]
-    model = SnakeModel(SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y), solver)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        simulate_gait(model, gait, 10 * solver.dt)  # compiled before timing
-        r = simulate_gait(model, gait, duration)
+    r = timed_run(SnakeModel(SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y), solver), gait,
+                  duration)
     d = r.link(6)[-1] - r.link(6)[0]
     st = r.stats
     return (f"| {name} | {label} | ({d[0]:+.3f}, {d[1]:+.3f}) | {st.iterations / st.steps:.1f} "

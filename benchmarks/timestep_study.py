@@ -16,29 +16,19 @@ decide. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import warnings
 
 import numpy as np
 
 from machine import describe
+from timed import PAPER_PRESETS, timed_run
 
 from aiko.control import PRESETS
-from aiko.experiments.simulate import simulate_gait
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams, StateError
-
-PAPER_PRESETS = ("lateral-undulation", "lateral-undulation-orthotropic", "sidewinding")
-
+from aiko.model import SnakeModel, SnakeParams, SolverParams
 
 def run(name: str, dt: float, duration: float):
     gait = PRESETS[name]
     model = SnakeModel(SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y), SolverParams(dt=dt))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        simulate_gait(model, gait, 10 * dt)  # compiled before timing
-        try:
-            return simulate_gait(model, gait, duration)
-        except StateError:
-            return None
+    return timed_run(model, gait, duration)
 
 
 def main() -> None:
