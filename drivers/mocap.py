@@ -32,7 +32,7 @@ from aiko.model.errors import AikoError
 
 __all__ = ["MocapSample", "ViconUdpSource", "ViconDataStreamSource", "MocapLogger",
            "MocapUnavailableError", "encode_object_stream", "decode_object_stream",
-           "ObjectStreamError", "VICON_UDP_PORT"]
+           "ObjectStreamError", "VICON_UDP_PORT", "ViconUdpSender"]
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,7 @@ class ViconUdpSource:
         self.datagrams = 0
         self.malformed = 0
         self._latest: MocapSample | None = None
+        self._objects: tuple[float, int, dict[str, tuple[float, float, float]]] | None = None
         self._transport = None
 
     async def __aenter__(self) -> "ViconUdpSource":
@@ -155,9 +156,61 @@ class ViconUdpSource:
         vals = objects.get(self.subject)
         pos = None if vals is None else (vals[0] / 1000.0, vals[1] / 1000.0, vals[2] / 1000.0)
         self._latest = MocapSample(t, frame, pos)
+        self._objects = (t, frame, {name: (v[0] / 1000.0, v[1] / 1000.0, v[2] / 1000.0)
+                                    for name, v in objects.items()})
 
     def latest(self) -> MocapSample | None:
         return self._latest
+
+    def latest_objects(self) -> tuple[float, int, dict[str, tuple[float, float, float]]] | None:
+        """(receive time, frame, {name: (x, y, z) m}) of every object in the newest
+        datagram, or None before the first."""
+        return self._objects
+
+
+class ViconUdpSender:
+    """Sends a Tracker UDP Object Stream to ``target`` (host, port) at ``rate``
+    datagrams per second on absolute deadlines: frame numbers 1, 2, ... and the
+    objects ``objects(t)`` returns ({name: (x, y, z mm, rx, ry, rz rad)}; None:
+    nothing to send yet). ``await sender.run()`` until cancelled."""
+
+    def __init__(self, target: tuple[str, int], objects: Callable[[float], dict | None],
+                 clock, rate: float = 100.0) -> None:
+        self.target = target
+        self.objects = objects
+        self.clock = clock
+        self.rate = rate
+        self.frame = 0
+        self.sent = 0
+        self.errors = 0
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            transport, _ = await loop.create_datagram_endpoint(
+                asyncio.DatagramProtocol, remote_addr=self.target)
+        except OSError as exc:
+            raise MocapUnavailableError(f"vicon-udp sender to {self.target[0]}:{self.target[1]}",
+                                        f"cannot open ({exc.strerror})") from exc
+        try:
+            t0 = self.clock.now()
+            k = 0
+            while True:
+                k += 1
+                await self.clock.sleep_until(t0 + k / self.rate)
+                now = self.clock.now()
+                objs = self.objects(now)
+                if objs is None:
+                    continue
+                self.frame += 1
+                try:
+                    transport.sendto(encode_object_stream(self.frame, objs))
+                    self.sent += 1
+                except OSError:  # nobody listening (ICMP refused): a Vicon keeps sending
+                    self.errors += 1
+                k = max(k, int((self.clock.now() - t0) * self.rate))
+        finally:
+            transport.close()
 
 
 class ViconDataStreamSource:

@@ -3,9 +3,19 @@
 :func:`run_trial` starts the services in one TaskGroup with named tasks:
 ``can-dispatch`` (decodes every received frame for the supervisor, the streamer
 and the log), ``supervisor`` (raises :class:`TrialFault`), ``streamer`` (ends the
-trial after its duration), ``mocap``, ``telemetry`` and ``status``. Whatever ends
-the trial (its duration, a fault, Ctrl-C, SIGTERM), the ``finally`` sends the
-safe-state NMT, records why, and flushes the log.
+trial after its duration), ``mocap``, ``telemetry``, ``status`` and, with a
+parallel model, ``model`` (its samples into /model) and ``model-start`` (the
+start alignment), and one ``watch-NAME`` per child process whose end is a
+fault (the simulated Aiko). Whatever ends the trial (its duration, a fault,
+Ctrl-C, SIGTERM), the ``finally`` sends the safe-state NMT, records why, lets
+the parallel model finish the trial's last seconds, flushes the log and hands
+the result to ``on_end``.
+
+Start alignment: the parallel model starts at the first period's send time,
+from the joint angles of the first STATE replies (every node's, or the
+gait's start angles for the nodes that did not answer within 0.3 s), placed
+where motion capture sees the links (``link1`` ... ``linkN`` objects where the
+source reports them), see :mod:`aiko.experiments.alignment`.
 """
 
 from __future__ import annotations
@@ -21,12 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.control.gait import Gait
+from aiko.control.gait import Gait, references
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
 from aiko.control.supervisor import FaultPolicy, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger, MocapSample
 from aiko.firmware_interface.codec import (Emcy, FrameError, JointState, decode, frame_fields)
 from aiko.firmware_interface.dbc import DBC_PATH
+from aiko.model import SnakeParams
+
+from .alignment import start_posture
+from .compare import Paths
 
 __all__ = ["TrialConfig", "TrialResult", "run_trial", "trial_metadata", "LINK_OF_INTEREST"]
 
@@ -67,6 +81,10 @@ class TrialResult:
     mocap: dict
     telemetry: dict
     last_link6: tuple[float, float, float] | None
+    model: dict = field(default_factory=dict)
+    paths: Paths | None = None
+    t_gait0: float | None = None
+    t_gait_end: float | None = None
 
 
 class _TrialEnded(Exception):
@@ -97,10 +115,23 @@ def dbc_attachment() -> dict[str, bytes]:
     return {DBC_PATH.name: DBC_PATH.read_bytes()}
 
 
+START_STATE_WAIT = 0.3
+"""How long the start alignment waits for every node's first STATE reply, s."""
+
+
 async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *,
                     mocap_source=None, telemetry=None,
-                    status: Callable[[dict], None] | None = None) -> TrialResult:
-    """Run one trial to its end; see the module docstring."""
+                    status: Callable[[dict], None] | None = None,
+                    model=None, model_params: SnakeParams | None = None,
+                    children=(), on_end: Callable[[TrialResult], None] | None = None
+                    ) -> TrialResult:
+    """Run one trial to its end; see the module docstring.
+
+    ``model``: a :class:`aiko.experiments.model_link.ModelLink` to the parallel
+    model (``model_params`` its snake); ``children``: processes
+    (:class:`aiko.experiments.processes.Child`) whose exit stops the trial;
+    ``on_end(result)`` runs at the end however the trial ended (also when it
+    was interrupted, before the cancellation goes on)."""
     nodes = list(range(1, config.nodes + 1))
 
     def event(t: float, kind: str, data: dict) -> None:
@@ -111,7 +142,25 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
 
     sup = Supervisor(can_io, nodes, clock, config.policy, on_event=event)
 
+    first_period: list[PeriodRecord] = []
+    first_states: dict[int, JointState] = {}
+    first_state_event = asyncio.Event()
+    period_event = asyncio.Event()
+    last_period: list[PeriodRecord] = []
+    mocap_t: list[float] = []
+    mocap_p: list[tuple] = []
+    mocap_frames: set[int] = set()
+    model_t: list[float] = []
+    model_p: list[np.ndarray] = []
+    link = LINK_OF_INTEREST
+
     def on_period(rec: PeriodRecord) -> None:
+        if not first_period:
+            first_period.append(rec)
+            period_event.set()
+        last_period[:] = [rec]
+        if model is not None:
+            model.send_refs(rec.sent, rec.refs)
         trial_log.write("/references", rec.sent, {
             "k": rec.k, "t_gait": rec.t_gait, "deadline": rec.deadline, "sent": rec.sent,
             "counter": rec.counter, "nodes": nodes, "alpha_h": rec.refs[:, 0].tolist(),
@@ -140,6 +189,11 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
             sup.on_frame(rx.t, frame)
             if isinstance(frame, JointState):
                 streamer.on_state(rx.t, frame)
+                if (first_period and frame.sync_echo == first_period[0].counter
+                        and frame.node not in first_states):
+                    first_states[frame.node] = frame
+                    if len(first_states) == len(nodes):
+                        first_state_event.set()
                 rec = frame_fields(frame)
                 rec["status"] = int(rec["status"])
                 trial_log.write("/joint_state", rx.t, rec)
@@ -166,6 +220,10 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                                       "latency": s.latency, "t_receive": s.t_receive})
         if s.position is not None:
             last_link6[0] = s.position
+            if not s.stale and s.frame not in mocap_frames:
+                mocap_frames.add(s.frame)
+                mocap_t.append(s.t_receive)
+                mocap_p.append(s.position)
         if telemetry is not None and not s.stale:
             telemetry.publish("link6", {"t": t, "frame": s.frame, "x": x, "y": y, "z": z}
                               if s.position is not None else {"t": t, "frame": s.frame,
@@ -173,8 +231,58 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
 
     def snapshot() -> dict:
         st = streamer.stats
-        return {"t": clock.now(), "periods": st.periods, "late": st.late, "missed": st.missed,
+        snap = {"t": clock.now(), "periods": st.periods, "late": st.late, "missed": st.missed,
                 "nodes_ok": sup.nodes_ok(), "nodes": len(nodes), "link6": last_link6[0]}
+        if model is not None:
+            snap["model_lag"] = model.lag if model.alive else None
+        return snap
+
+    def on_model_sample(t: float, positions: np.ndarray, lag: float) -> None:
+        p = positions[min(link, positions.shape[0]) - 1]
+        model_t.append(t)
+        model_p.append(p)
+        trial_log.write("/model", t, {"t": t, "x": float(p[0]), "y": float(p[1]),
+                                      "z": float(p[2]), "lag": lag,
+                                      "positions": positions.tolist()})
+
+    if model is not None:
+        model.on_sample = on_model_sample
+        model.on_event = lambda kind, data: event(clock.now(), kind, data)
+
+    async def start_model() -> None:
+        """Start alignment (module docstring), then start the parallel model."""
+        await period_event.wait()
+        rec = first_period[0]
+        try:
+            await asyncio.wait_for(first_state_event.wait(), START_STATE_WAIT)
+        except TimeoutError:
+            pass
+        n_joints = model_params.n - 1
+        gait0 = references(gait, 0.0, n_joints)
+        ah, av = gait0[:, 0].copy(), gait0[:, 1].copy()
+        if gait.start != "curved":
+            ah[:] = 0.0
+            av[:] = 0.0
+        for node, st in first_states.items():
+            if node <= n_joints:
+                ah[node - 1], av[node - 1] = st.alpha_h, st.alpha_v
+        markers = {}
+        objs = getattr(mocap_source, "latest_objects", lambda: None)()
+        if objs is not None:
+            for name, pos in objs[2].items():
+                if name.startswith("link") and name[4:].isdigit():
+                    markers[int(name[4:])] = pos
+        if not markers and last_link6[0] is not None:
+            markers[link] = last_link6[0]
+        q0 = start_posture(model_params, ah, av, markers)
+        source = (f"joint angles from STATE of {len(first_states)}/{len(nodes)} nodes, "
+                  f"placed on {len(markers)} mocap link(s)")
+        model.start(rec.sent, q0, source)
+
+    async def watch_child(child) -> None:
+        await child.proc.wait()
+        raise TrialFault("process_exited", None,
+                         f"the {child.name} (pid {child.pid}) stopped: {child.describe_exit()}")
 
     async def report() -> None:
         k = 0
@@ -214,6 +322,11 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                     tg.create_task(mocap_logger.run(), name="mocap")
                 if telemetry is not None:
                     tg.create_task(telemetry.run(), name="telemetry")
+                if model is not None:
+                    tg.create_task(model.run(), name="model")
+                    tg.create_task(start_model(), name="model-start")
+                for child in children:
+                    tg.create_task(watch_child(child), name=f"watch-{child.name}")
         except* _TrialEnded:
             pass
         except* TrialFault as eg:
@@ -232,10 +345,32 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                 pass
         event(clock.now(), "trial_end", {"reason": reason,
                                          "fault": None if fault is None else fault.reason})
+        t_gait0 = first_period[0].sent if first_period else None
+        t_gait_end = last_period[0].sent + config.period if last_period else None
+        if model is not None and model.started and t_gait_end is not None:
+            try:
+                await model.finish(t_gait_end)
+            except asyncio.CancelledError:  # a second Ctrl-C: stop waiting
+                pass
         trial_log.flush()
+        result = _result(reason, fault, streamer, clock.now() - t_start, sup, can_io,
+                         mocap_logger, mocap_source, telemetry, last_link6[0])
+        if model is not None:
+            result.model = model.summary()
+            if model_t:
+                result.paths = Paths(np.array(mocap_t), np.array(mocap_p).reshape(-1, 3),
+                                     np.array(model_t), np.array(model_p).reshape(-1, 3))
+        result.t_gait0, result.t_gait_end = t_gait0, t_gait_end
+        if on_end is not None:
+            on_end(result)
+    return result
+
+
+def _result(reason, fault, streamer, duration, sup, can_io, mocap_logger, mocap_source,
+            telemetry, last_link6) -> TrialResult:
     st = streamer.stats
     return TrialResult(
-        reason, fault, st, clock.now() - t_start, sup.nodes_ok(),
+        reason, fault, st, duration, sup.nodes_ok(),
         {k: getattr(can_io.counters, k) for k in ("tx", "rx", "tx_errors", "rx_errors",
                                                    "rx_dropped")},
         {} if mocap_logger is None else {"samples": mocap_logger.samples,
@@ -246,7 +381,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                                             if hasattr(mocap_source, "malformed") else {})},
         {} if telemetry is None else {"published": telemetry.published,
                                       "dropped": telemetry.dropped},
-        last_link6[0])
+        last_link6)
 
 
 def jitter_summary(stats: StreamStats) -> dict:

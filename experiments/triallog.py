@@ -18,7 +18,10 @@ Channels:
 /events            supervisor and trial events (start, faults, safe stop, end)
 /mocap             link-6 samples: frame, position (m) or occluded, latency,
                    stale, receive time
-/model             model output (link-6 position of the parallel model)
+/model             the parallel model at 20 Hz: t, link 6 (x, y, z), every
+                   link's position (n, 3), its lag behind the trial (s)
+/comparison        the comparison at the trial's end: metrics, figure and JSON
+                   file names
 =================  ============================================================
 
 The reader never executes anything from a file: JSON and MCAP records only.
@@ -66,7 +69,10 @@ CHANNELS: dict[str, dict] = {
         "occluded": {"type": "boolean"}, "stale": {"type": "boolean"},
         "latency": {"type": ["number", "null"]}, "t_receive": {"type": ["number", "null"]}}},
     "/model": {"title": "aiko.ModelOutput", "properties": {
-        "t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM}},
+        "t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM, "lag": _NUM,
+        "positions": {"type": "array", "items": _NUMS}}},
+    "/comparison": {"title": "aiko.Comparison", "properties": {
+        "metrics": {"type": "object"}, "figure": _STR, "json": _STR}},
 }
 
 

@@ -40,12 +40,19 @@ class JointModelParams:
 
     omega_max: motor speed at full duty (rad/s); k_p: duty per rad of error
     (1/rad, times 100 %); backlash: free play between motor and link (rad,
-    3-5 degrees on Aiko).
+    3-5 degrees on Aiko). ``ideal``: the motor is at its target at every
+    instant (no tracking lag, no duty or speed limit, never saturated), for a
+    simulated rig without the servo's imperfections.
     """
 
     omega_max: float = 3.0
     k_p: float = 20.0
     backlash: float = math.radians(4.0)
+    ideal: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.omega_max > 0 and self.k_p > 0 and self.backlash >= 0):
+            raise ValueError("omega_max and k_p must be positive, backlash >= 0")
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,7 @@ class MotorAxis:
     theta: float = 0.0          # motor (encoder side) angle, rad
     link: float = 0.0           # link angle, rad
     duty: float = 0.0           # %
+    speed: float = 0.0          # motor speed of the last substep, rad/s
     strength: float = 1.0       # share of the motor's torque available
     encoder_ok: bool = True
     reported: float = 0.0       # what the encoder reports
@@ -104,8 +112,14 @@ class MotorAxis:
         p = self.params
         if target is None or not self.encoder_ok:
             self.duty = 0.0
+            self.speed = 0.0
             # a limp motor is back-driven by the link, inside the free play
             self._couple(move_motor=True)
+        elif p.ideal:
+            self.duty = 0.0
+            self.speed = omega_ref
+            self.theta = target
+            self._couple(move_motor=False)
         else:
             err = target - self.theta
             duty = 100.0 * (p.k_p * err + omega_ref / p.omega_max)
@@ -116,6 +130,7 @@ class MotorAxis:
             if (err > 0 and step > err and omega_ref <= 0) or (err < 0 and step < err
                                                               and omega_ref >= 0):
                 step = err
+            self.speed = step / dt if dt > 0 else 0.0
             self.theta += step
             self._couple(move_motor=False)
         if self.encoder_ok:
@@ -187,6 +202,18 @@ class JointModule:
     @property
     def motor_angles(self) -> tuple[float, float]:
         return self.axes[0].theta, self.axes[1].theta
+
+    @property
+    def motor_speeds(self) -> tuple[float, float]:
+        """(H, V) motor speed of the last substep, rad/s."""
+        return self.axes[0].speed, self.axes[1].speed
+
+    @property
+    def motors_driven(self) -> tuple[bool, bool]:
+        """Whether each motor holds or tracks a target (pre-operational or
+        operational, encoder working); a motor that is not driven is limp."""
+        on = self.powered and self.state in (NodeState.OPERATIONAL, NodeState.PRE_OPERATIONAL)
+        return on and self.axes[0].encoder_ok, on and self.axes[1].encoder_ok
 
     def set_angles(self, alpha_h: float, alpha_v: float) -> None:
         """Place motors and links at the given angles (no free play taken up)."""

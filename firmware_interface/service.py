@@ -29,8 +29,10 @@ class EmulatedJoints:
     """Joint modules sharing one python-can bus (any interface)."""
 
     def __init__(self, bus: can.BusABC, modules: Sequence[JointModule],
-                 clock: Callable[[], float] = time.monotonic, tick: float = 0.002) -> None:
+                 clock: Callable[[], float] = time.monotonic, tick: float = 0.002,
+                 after_tick: Callable[[float], None] | None = None) -> None:
         self.bus = bus
+        self.after_tick = after_tick
         self.modules = list(modules)
         self.clock = clock
         self.tick_period = tick
@@ -74,13 +76,21 @@ class EmulatedJoints:
             self._flush(now)
             next_tick = now + self.tick_period
             while True:
-                wait = max(0.0, next_tick - self.clock())
-                try:
-                    msg = await asyncio.wait_for(reader.get_message(), wait)
-                except TimeoutError:
-                    msg = None
+                wait = next_tick - self.clock()
+                received = []
+                if wait > 0:
+                    try:
+                        received.append(await asyncio.wait_for(reader.get_message(), wait))
+                    except TimeoutError:
+                        pass
+                else:  # a tick is due: let the loop deliver, but do not wait
+                    await asyncio.sleep(0)
+                # everything that arrived meanwhile, also when ticks are always
+                # due (a busy after_tick must not starve the bus)
+                while not reader.buffer.empty():
+                    received.append(reader.buffer.get_nowait())
                 now = self.clock()
-                if msg is not None:
+                for msg in received:
                     self.frames_in += 1
                     for m in self.modules:
                         self._queue(m.receive(now, msg.arbitration_id, bytes(msg.data),
@@ -89,6 +99,8 @@ class EmulatedJoints:
                 if now >= next_tick:
                     for m in self.modules:
                         self._queue(m.tick(now))
+                    if self.after_tick is not None:
+                        self.after_tick(now)
                     next_tick = max(next_tick + self.tick_period, now)
                 self._flush(now)
         finally:

@@ -6,10 +6,11 @@ packages.
 
 from .errors import AikoError, JointReferenceError, ParameterError, StateError
 from .params import SOLVERS, SnakeParams, SolverParams
-from .simulation import ConvergenceWarning, SnakeModel, SnakeState, StepStats
+from .simulation import (ConvergenceWarning, SnakeModel, SnakeState, StepStats,
+                         kernels_cached, warm_up)
 
 __all__ = [
     "AikoError", "ParameterError", "StateError", "JointReferenceError",
     "SnakeParams", "SolverParams", "SOLVERS",
-    "SnakeModel", "SnakeState", "StepStats", "ConvergenceWarning",
+    "SnakeModel", "SnakeState", "StepStats", "ConvergenceWarning", "kernels_cached", "warm_up",
 ]

@@ -32,7 +32,8 @@ from .errors import JointReferenceError, StateError
 from .params import SnakeParams, SolverParams
 from .posture import posture_from_joint_angles, straight_posture
 
-__all__ = ["SnakeState", "StepStats", "SnakeModel", "ConvergenceWarning"]
+__all__ = ["SnakeState", "StepStats", "SnakeModel", "ConvergenceWarning", "kernels_cached",
+           "warm_up"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -273,3 +274,28 @@ class SnakeModel:
         spin = np.einsum("nij,nj->ni", Rs, theta * state.u[:, 3:])
         ang = (np.cross(state.q[:, :3], m * state.u[:, :3]) + spin).sum(axis=0)
         return p, ang
+
+
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds the compiled step, so that the first
+    step of this process loads it instead of compiling (about 25-45 s on a
+    2-core machine). False when it cannot tell."""
+    try:
+        return Path(K._advance._cache._cache_file._index_path).exists()
+    except (AttributeError, TypeError):  # numba internals moved: assume a compile
+        return False
+
+
+def warm_up() -> float:
+    """Compile (or load from the cache) every kernel a simulation calls, by
+    stepping a small snake once; returns the seconds it took. Call it before
+    timing or before real-time work so that neither counts the compile."""
+    import time
+
+    t0 = time.perf_counter()
+    model = SnakeModel(SnakeParams(n=3))
+    state = model.initial_state()
+    state, _ = model.run_steps(state, np.zeros((2, 2, 4)))
+    model.joint_angles(state)
+    model.contact_gaps(state)
+    return time.perf_counter() - t0

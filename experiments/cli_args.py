@@ -1,0 +1,94 @@
+"""Shared pieces of the `aiko` command's subcommands: one-line argument errors,
+number parsers, and the progress and status lines (stderr, terminals only)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+__all__ = ["ArgError", "Parser", "number", "positive", "nonneg", "links", "slope",
+           "node_count", "port", "Progress", "StatusLine"]
+
+
+class ArgError(Exception):
+    """A usage error: printed as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise ArgError(f"{self.prog}: {message}")
+
+
+def number(kind: str, cast=float, ok=lambda v: True, expect: str = ""):
+    """An argparse type: parse with ``cast``, check with ``ok``, one-line errors."""
+    noun = "an integer" if cast is int else "a number"
+
+    def parse(text: str):
+        try:
+            v = cast(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{kind} must be {noun}, got {text!r}") from None
+        if (cast is float and not math.isfinite(v)) or not ok(v):
+            raise argparse.ArgumentTypeError(f"{kind} must {expect}, got {text}")
+        return v
+    return parse
+
+
+def positive(kind: str):
+    return number(kind, float, lambda v: v > 0, "be a positive number")
+
+
+def nonneg(kind: str):
+    return number(kind, float, lambda v: v >= 0, "be a number >= 0")
+
+
+links = number("links", int, lambda v: v >= 1, "be >= 1")
+slope = number("slope", float, lambda v: abs(v) < 90, "lie in (-90, 90) degrees")
+node_count = number("nodes", int, lambda v: 1 <= v <= 63, "lie in 1..63")
+port = number("port", int, lambda v: 0 <= v <= 65535, "lie in 0..65535")
+
+
+class Progress:
+    """A one-line progress bar on stderr, only on a terminal."""
+
+    def __init__(self, total: float, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled and total > 0
+        self.last = 0.0
+
+    def __call__(self, t: float) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.2 and t < self.total):
+            return
+        self.last = now
+        frac = min(1.0, t / self.total)
+        bar = "#" * int(30 * frac)
+        sys.stderr.write(f"\r[{bar:<30}] {t:6.2f}/{self.total:.2f} s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+class StatusLine:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, snap: dict) -> None:
+        if not self.enabled:
+            return
+        p = snap["link6"]
+        pos = "link 6 (no data)" if p is None else f"link 6 ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f}) m"
+        sys.stderr.write(f"\r t {snap['t']:7.1f} s  periods {snap['periods']}  late "
+                         f"{snap['late']}  nodes ok {snap['nodes_ok']}/{snap['nodes']}  {pos}   ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+

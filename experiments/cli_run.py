@@ -1,0 +1,227 @@
+"""`aiko run`: one trial on the simulated rig (default) or the robot, with the
+model in parallel and the comparison at the end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .cli_args import ArgError, StatusLine, node_count, nonneg, positive
+
+__all__ = ["add_parser", "cmd_run", "SIMULATED_DURATION"]
+
+SIMULATED_DURATION = 15.0
+"""Default trial length on the simulated rig, s (the paper's 15 s runs)."""
+
+
+def add_parser(sub) -> None:
+    r = sub.add_parser(
+        "run", help="run a gait: stream, supervise, log, model in parallel, compare",
+        description="Run a trial: bring the joint modules up, stream the gait's references at "
+                    "10 Hz over CAN, supervise the joints, log motion capture, run the model "
+                    "in parallel, record everything to an MCAP file and compare simulation "
+                    "against experiment at the end. Without a robot (--rig simulated, the "
+                    "default) the simulated Aiko stands in for it. Ctrl-C or SIGTERM stops "
+                    "safely.")
+    r.add_argument("gait", metavar="GAIT", help="a preset name or a gait .toml file")
+    r.add_argument("--rig", choices=("simulated", "robot"), default="simulated",
+                   help="simulated: start the simulated Aiko (default); robot: the real bus "
+                        "and motion capture")
+    r.add_argument("--can-interface", default="socketcan", metavar="NAME",
+                   help="robot: python-can interface: socketcan, slcan, pcan, kvaser, ...")
+    r.add_argument("--can-channel", default="can0", metavar="CH",
+                   help="robot: channel, e.g. can0, /dev/ttyACM0, socket://127.0.0.1:PORT")
+    r.add_argument("--bitrate", type=int, default=None, metavar="B",
+                   help="bit rate in bit/s (robot: 1000000)")
+    r.add_argument("--nodes", type=node_count, default=10, metavar="N",
+                   help="joint modules 1..N (default 10)")
+    r.add_argument("--mocap", default=None, metavar="SRC",
+                   help="vicon-udp[:PORT], vicon-datastream:HOST or none (default: none on "
+                        "the robot, the simulated Aiko's stream on the simulated rig)")
+    r.add_argument("--mocap-subject", default="link6", metavar="NAME",
+                   help="the tracked object (UDP object name or DataStream subject)")
+    r.add_argument("--mocap-segment", default="link6", metavar="NAME",
+                   help="DataStream segment of the subject (default link6)")
+    r.add_argument("--mocap-rate", type=positive("mocap rate"), default=20.0, metavar="HZ",
+                   help="motion-capture logging rate (default 20)")
+    r.add_argument("--tolerate", action="append", default=[], metavar="FAULT",
+                   choices=("current-limit", "encoder-fault"),
+                   help="keep going after this fault (default: every fault stops the trial)")
+    r.add_argument("--mqtt", default=None, metavar="URL",
+                   help="telemetry broker, mqtt://[user:pass@]host[:port][/prefix] or mqtts://")
+    r.add_argument("--mqtt-ca", default=None, metavar="FILE", help="CA file for mqtts://")
+    r.add_argument("--duration", type=positive("duration"), default=None, metavar="S",
+                   help="trial length, s (default: 15 on the simulated rig, until Ctrl-C on "
+                        "the robot)")
+    r.add_argument("--startup-timeout", type=positive("startup timeout"), default=2.0,
+                   metavar="S", help="wait this long for every node's heartbeat (default 2)")
+    r.add_argument("--out", type=Path, default=None, metavar="FILE.mcap",
+                   help="trial log (default trial-YYYYmmdd-HHMMSS.mcap); the comparison "
+                        "goes beside it as FILE.png and FILE.json")
+    r.add_argument("--no-model", action="store_true",
+                   help="do not run the model in parallel (no comparison)")
+    g = r.add_argument_group("the simulated Aiko (--rig simulated)")
+    g.add_argument("--plant", choices=("realistic", "ideal"), default="realistic",
+                   help="realistic: 4 deg free play, the modules' servo limits, 0.5 mm mocap "
+                        "noise (default); ideal: none of them")
+    g.add_argument("--backlash-deg", type=nonneg("backlash"), default=None, metavar="DEG",
+                   help="free play between motor and link")
+    g.add_argument("--servo", choices=("module", "ideal"), default=None,
+                   help="the modules' duty- and speed-limited servo, or ideal motors")
+    g.add_argument("--mocap-noise-mm", type=nonneg("mocap noise"), default=None, metavar="MM",
+                   help="motion-capture noise (standard deviation per coordinate)")
+    g.add_argument("--mocap-latency-ms", type=nonneg("mocap latency"), default=None,
+                   metavar="MS", help="motion-capture latency")
+    g.add_argument("--plant-mu", type=nonneg("plant mu"), default=None, metavar="MU",
+                   help="the simulated floor's friction, if it differs from the gait's")
+    r.set_defaults(func=cmd_run)
+
+
+def parse_mocap(spec: str) -> tuple[str, str | None, int | None]:
+    """(kind, host, port) of a --mocap value."""
+    if spec == "none":
+        return "none", None, None
+    kind, _, arg = spec.partition(":")
+    if kind == "vicon-udp":
+        if not arg:
+            return kind, None, None
+        try:
+            p = int(arg)
+        except ValueError:
+            raise ArgError(f"aiko run: --mocap {spec}: the port must be an integer") from None
+        if not 0 <= p <= 65535:
+            raise ArgError(f"aiko run: --mocap {spec}: port out of range")
+        return kind, None, p
+    if kind == "vicon-datastream" and arg:
+        return kind, arg, None
+    raise ArgError(f"aiko run: --mocap {spec!r}: expected vicon-udp[:PORT], "
+                   "vicon-datastream:HOST or none")
+
+
+def plant_from_args(args: argparse.Namespace):
+    from .plant import PlantParams
+
+    base = PlantParams.ideal() if args.plant == "ideal" else PlantParams.realistic()
+    changes = {}
+    for flag in ("backlash_deg", "servo", "mocap_noise_mm", "mocap_latency_ms"):
+        if getattr(args, flag) is not None:
+            changes[flag] = getattr(args, flag)
+    if args.plant_mu is not None:
+        changes["mu_x"] = changes["mu_y"] = args.plant_mu
+    from dataclasses import replace
+    return replace(base, **changes)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+    from datetime import datetime
+
+    from aiko.control.gait import get_gait
+    from aiko.control.supervisor import FaultPolicy
+    from aiko.drivers.telemetry import MqttConfig
+
+    from .session import SessionConfig, SessionReport, run_session
+    from .trial import TrialConfig, jitter_summary
+
+    gait = get_gait(args.gait)
+    simulated = args.rig == "simulated"
+    mocap_spec = args.mocap or ("vicon-udp" if simulated else "none")
+    mocap_kind, mocap_host, mocap_port = parse_mocap(mocap_spec)
+    if not simulated and mocap_kind == "vicon-udp" and mocap_port is None:
+        mocap_port = 51001
+    mqtt_cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca) if args.mqtt else None
+    policy = FaultPolicy(stop_on_current_limit="current-limit" not in args.tolerate,
+                         stop_on_encoder_fault="encoder-fault" not in args.tolerate)
+    duration = args.duration if args.duration is not None else (
+        SIMULATED_DURATION if simulated else None)
+    config = TrialConfig(gait=args.gait, nodes=args.nodes, duration=duration, rig=args.rig,
+                         can_interface="slcan" if simulated else args.can_interface,
+                         can_channel="(the simulated Aiko's)" if simulated else args.can_channel,
+                         bitrate=args.bitrate, mocap=mocap_spec, mocap_subject=args.mocap_subject,
+                         mocap_segment=args.mocap_segment, mocap_rate=args.mocap_rate,
+                         mqtt=args.mqtt, startup_timeout=args.startup_timeout, policy=policy)
+    out = args.out or Path(f"trial-{datetime.now():%Y%m%d-%H%M%S}.mcap")
+    session = SessionConfig(trial=config, out=out, plant=plant_from_args(args),
+                            parallel_model=not args.no_model, mocap_host=mocap_host,
+                            mocap_port=mocap_port, mqtt=mqtt_cfg)
+    status = StatusLine(sys.stderr.isatty())
+    report = SessionReport()
+
+    def say(text: str) -> None:
+        print(f"aiko run: {text}", file=sys.stderr, flush=True)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+        await run_session(session, gait, report, say=say, status=status)
+
+    interrupted = False
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        interrupted = True
+    finally:
+        status.close()
+    result = report.result
+    if interrupted or result is None:
+        print(f"aiko run: interrupted; joints sent to the safe state; log: {out}")
+        _print_comparison(report)
+        return 130
+    st = result.stream
+    print(f"trial {result.reason}: {gait.name}, {result.duration:.1f} s, {st.periods} periods, "
+          f"{st.late} late, {st.missed} missed, STATE matched {st.states_matched} "
+          f"(unmatched {st.states_unmatched}), nodes ok {result.nodes_ok}/{args.nodes}")
+    js = jitter_summary(st)
+    if js:
+        print("period jitter p50 {jitter_p50_ms:.2f} ms, p99 {jitter_p99_ms:.2f} ms, max "
+              "{jitter_max_ms:.2f} ms".format(**js)
+              + ("; SYNC->STATE p50 {rtt_p50_ms:.2f} ms, p99 {rtt_p99_ms:.2f} ms".format(**js)
+                 if "rtt_p50_ms" in js else ""))
+    print(f"CAN tx {result.can['tx']} (failed {result.can['tx_errors']}), rx {result.can['rx']} "
+          f"(errors {result.can['rx_errors']}, dropped {result.can['rx_dropped']})"
+          + (f"; mocap {result.mocap}" if result.mocap else "")
+          + (f"; mqtt {result.telemetry}" if result.telemetry else ""))
+    if result.last_link6 is not None:
+        x, y, z = result.last_link6
+        print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
+    if report.plant.get("max_lag_ms") is not None:
+        print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms, "
+              f"{report.plant.get('late_updates', 0)} late updates (> 10 ms)")
+    m = result.model
+    if m:
+        if m.get("stopped"):
+            print(f"parallel model: stopped during the trial: {m['stopped']}")
+        else:
+            print(f"parallel model: {m['samples']} samples, lag max {m['max_lag_s']:.2f} s")
+    _print_comparison(report)
+    print(f"log: {out}")
+    if result.reason == "fault":
+        print(f"aiko run: fault: {result.fault}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_comparison(report) -> None:
+    m = report.metrics
+    if m is None:
+        if report.comparison_error:
+            print(f"no comparison: {report.comparison_error}")
+        return
+    print(f"link 6, experiment vs model over {m['duration_s']:.1f} s:")
+    rows = [("distance travelled", f"{m['distance_experiment_m']:.3f} m",
+             f"{m['distance_model_m']:.3f} m", f"ratio {m['distance_ratio']:.2f}"),
+            ("heading of travel", f"{m['heading_experiment_deg']:+.1f} deg",
+             f"{m['heading_model_deg']:+.1f} deg", f"diff {m['heading_difference_deg']:+.1f} deg"),
+            ("mean speed", f"{100 * m['speed_experiment_m_s']:.2f} cm/s",
+             f"{100 * m['speed_model_m_s']:.2f} cm/s", "")]
+    print(f"  {'':20s} {'experiment':>12s} {'model':>12s}")
+    for name, e, mo, extra in rows:
+        print(f"  {name:20s} {e:>12s} {mo:>12s}  {extra}")
+    print(f"  position error: final {100 * m['final_error_m']:.1f} cm, "
+          f"RMS {100 * m['rms_error_m']:.1f} cm")
+    if report.figure is not None:
+        print(f"figure: {report.figure}")
+    if report.json is not None:
+        print(f"metrics: {report.json}")

@@ -1,0 +1,224 @@
+"""The simulated Aiko's physics: the non-smooth model behind the emulated joint
+modules, and what motion capture sees of it.
+
+Pure: no clock, no sockets. The caller (``aiko emulate --plant``) advances it in
+real time after every tick of the joint modules.
+
+One source of truth for every joint angle, the physics:
+
+* each module's servo decides what its motor does (the firmware's tracking
+  loop with its duty and speed limit, the reference applied on SYNC, the hold
+  after a SYNC timeout or in pre-operational, a limp motor when stopped);
+* the motor drives the link through the free play: the model's PD joint law
+  (68)-(69) pulls the link toward the edge of the play around the motor angle
+  and exerts nothing while the link is inside the play (the paper's error
+  sources VIII-F 1 and 2). A limp motor exerts nothing;
+* the encoder reports the motor side, motion capture the model's links (with
+  optional noise and latency, VIII-F 7).
+
+With every imperfection off (:meth:`PlantParams.ideal`: an ideal servo, no free
+play, no noise, no latency) the plant is the ideal model driven by the
+references as the modules apply them on SYNC.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from aiko.firmware_interface.emulator import JointModelParams, JointModule
+from aiko.model import SnakeModel, SnakeState
+from aiko.model.errors import ParameterError
+
+__all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz"]
+
+
+@dataclass(frozen=True)
+class PlantParams:
+    """What makes the simulated robot differ from the ideal model.
+
+    backlash_deg: free play between motor and link (deg, 3-5 on Aiko);
+    servo: ``"module"`` (the firmware's duty- and speed-limited servo) or
+    ``"ideal"`` (the motor is at its reference at every instant);
+    mocap_noise_mm: standard deviation of white noise on every coordinate;
+    mocap_latency_ms: age of the positions in each datagram; mocap_rate: datagrams
+    per second (100 Hz like a Vicon system); mu_x, mu_y: the floor's friction
+    (None: the trial's); seed: of the noise.
+    """
+
+    backlash_deg: float = 4.0
+    servo: str = "module"
+    mocap_noise_mm: float = 0.5
+    mocap_latency_ms: float = 0.0
+    mocap_rate: float = 100.0
+    mu_x: float | None = None
+    mu_y: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.servo not in ("module", "ideal"):
+            raise ParameterError("servo", self.servo, "must be 'module' or 'ideal'")
+        for name in ("backlash_deg", "mocap_noise_mm", "mocap_latency_ms"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ParameterError(name, v, "must be a finite number >= 0")
+        if not (math.isfinite(self.mocap_rate) and self.mocap_rate > 0):
+            raise ParameterError("mocap_rate", self.mocap_rate, "must be positive")
+        for name in ("mu_x", "mu_y"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise ParameterError(name, v, "must be a finite number >= 0")
+
+    @classmethod
+    def ideal(cls, **changes) -> "PlantParams":
+        """Every imperfection off."""
+        return cls(**{"backlash_deg": 0.0, "servo": "ideal", "mocap_noise_mm": 0.0,
+                      "mocap_latency_ms": 0.0, **changes})
+
+    @classmethod
+    def realistic(cls, **changes) -> "PlantParams":
+        """Aiko as the lab has it: 4 degrees of free play, the module's servo,
+        0.5 mm of mocap noise."""
+        return cls(**changes)
+
+    def joint_params(self) -> JointModelParams:
+        """The emulated modules' motor model for these settings."""
+        return JointModelParams(backlash=math.radians(self.backlash_deg),
+                                ideal=self.servo == "ideal")
+
+
+class SimulatedAiko:
+    """The model's links driven by the emulated modules' motors.
+
+    ``modules[i]`` drives joint i + 1 (between links i + 1 and i + 2); there are
+    ``model.n - 1`` of them. :meth:`advance` steps the physics to time t (the
+    modules' clock, s) with the motors' motion over the interval, then hands
+    the links' angles back to the modules.
+    """
+
+    def __init__(self, model: SnakeModel, modules: list[JointModule],
+                 state: SnakeState | None = None) -> None:
+        if len(modules) != model.n - 1:
+            raise ParameterError("modules", len(modules),
+                                 f"a {model.n}-link snake has {model.n - 1} joint modules")
+        self.model = model
+        self.modules = list(modules)
+        self.state = model.initial_state() if state is None else state
+        self.steps = 0
+        self.iterations = 0
+        self.unconverged = 0
+        self._angles = model.joint_angles(self.state)       # (n-1, 4)
+        self._theta = self._motor_angles()
+        for m, a in zip(self.modules, self._angles, strict=True):
+            m.set_angles(a[0], a[1])
+        self._theta = self._motor_angles()
+        self._half = np.array([[0.5 * m.params.backlash] * 2 for m in self.modules])
+
+    @property
+    def t(self) -> float:
+        return self.state.t
+
+    def _motor_angles(self) -> np.ndarray:
+        return np.array([m.motor_angles for m in self.modules], dtype=float).reshape(-1, 2)
+
+    def joint_angles(self) -> np.ndarray:
+        """(n-1, 4) alpha_h, alpha_v, omega_h, omega_v of the physics (65)-(67)."""
+        return self._angles.copy()
+
+    def positions(self) -> np.ndarray:
+        """(n, 3) centres of gravity, m."""
+        return self.state.positions
+
+    def rotations(self) -> np.ndarray:
+        return self.model.rotations(self.state)
+
+    def step_references(self, m: int, total: int | None = None) -> np.ndarray:
+        """References (m, n-1, 4) for the PD law over the next m of ``total``
+        steps to the modules' present: the motor angle moves linearly from where
+        the physics last saw it to where it is now; the link is pulled to the
+        edge of the free play around it, or left alone inside the play or by a
+        limp motor."""
+        total = m if total is None else total
+        theta_new = self._motor_angles()
+        frac = (np.arange(1, m + 1) / total)[:, None, None]
+        theta = self._theta[None] + (theta_new - self._theta)[None] * frac     # (m, n-1, 2)
+        link = self._angles[:, :2][None]
+        link_rate = self._angles[:, 2:][None]
+        ref = np.clip(link, theta - self._half[None], theta + self._half[None])
+        engaged = ref != link
+        speed = np.array([mod.motor_speeds for mod in self.modules]).reshape(-1, 2)[None]
+        rate = np.where(engaged, speed, link_rate)
+        driven = np.array([mod.motors_driven for mod in self.modules]).reshape(-1, 2)[None]
+        out = np.empty((m, len(self.modules), 4))
+        out[..., :2] = np.where(driven, ref, link)
+        out[..., 2:] = np.where(driven, rate, link_rate)
+        self._theta = theta[-1]
+        return out
+
+    def advance(self, t: float, max_steps: int | None = None) -> int:
+        """Step the physics toward the time step nearest t, at most
+        ``max_steps`` steps; returns the steps taken."""
+        total = self.model.steps_until(self.state, t)
+        m = total if max_steps is None else min(total, max_steps)
+        if m <= 0:
+            return 0
+        refs = self.step_references(m, total)
+        self.state, st = self.model.run_steps(self.state, refs)
+        self.steps += st.steps
+        self.iterations += st.iterations
+        self.unconverged += st.unconverged
+        self._angles = self.model.joint_angles(self.state)
+        for mod, a in zip(self.modules, self._angles, strict=True):
+            mod.set_link_angles(a[0], a[1])
+        return m
+
+
+def euler_xyz(R: np.ndarray) -> np.ndarray:
+    """XYZ Euler angles (rx, ry, rz) of rotation matrices (k, 3, 3) with
+    R = Rx(rx) Ry(ry) Rz(rz), rad (the Tracker stream's rotation)."""
+    ry = np.arcsin(np.clip(R[:, 0, 2], -1.0, 1.0))
+    rx = np.arctan2(-R[:, 1, 2], R[:, 2, 2])
+    rz = np.arctan2(-R[:, 0, 1], R[:, 0, 0])
+    return np.stack([rx, ry, rz], axis=1)
+
+
+class MocapView:
+    """What the simulated motion capture reports: the links' positions (mm)
+    and rotations, ``latency`` seconds old, with white noise of ``noise_mm``.
+
+    ``record(t, positions_m, rotations)`` after each physics update;
+    ``objects(t)`` gives {"link1": (x, y, z mm, rx, ry, rz), ...} as of t -
+    latency (None before anything that old was recorded).
+    """
+
+    def __init__(self, noise_mm: float = 0.0, latency: float = 0.0, seed: int = 0,
+                 prefix: str = "link") -> None:
+        self.noise_mm = noise_mm
+        self.latency = latency
+        self.prefix = prefix
+        self._rng = np.random.default_rng(seed)
+        self._history: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
+
+    def record(self, t: float, positions: np.ndarray, rotations: np.ndarray) -> None:
+        self._history.append((t, positions * 1000.0, euler_xyz(rotations)))
+        # keep what the latency still needs, and at least the newest entry
+        while len(self._history) > 1 and self._history[1][0] <= t - self.latency:
+            self._history.popleft()
+
+    def objects(self, t: float) -> dict[str, tuple[float, ...]] | None:
+        due = t - self.latency
+        chosen = None
+        for entry in self._history:
+            if entry[0] <= due + 1e-12:
+                chosen = entry
+            else:
+                break
+        if chosen is None:
+            return None
+        _, pos, rot = chosen
+        if self.noise_mm > 0:
+            pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
+        return {f"{self.prefix}{i + 1}": (*pos[i], *rot[i]) for i in range(pos.shape[0])}

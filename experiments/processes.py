@@ -1,0 +1,165 @@
+"""The one owner of the processes a trial starts (the simulated Aiko, the parallel
+model), which ends them on every way out.
+
+``async with ChildProcesses() as procs:`` then ``await procs.start(name, argv)``.
+Leaving the block, however it is left (normal end, a fault, Ctrl-C, SIGTERM,
+an exception of the owner), terminates every child still running: SIGTERM,
+then SIGKILL after ``grace`` seconds. Children run in their own session, so a
+Ctrl-C in the terminal reaches the trial's process alone, which then stops the
+robot before it stops them; and they get a pipe on stdin whose end of file
+tells them that the owner is gone, even after a SIGKILL of the owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiko.model.errors import AikoError
+
+__all__ = ["ChildProcesses", "Child", "ChildStartError", "python_module"]
+
+log = logging.getLogger(__name__)
+
+
+class ChildStartError(AikoError):
+    """A child process did not start, or ended before it was ready."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        super().__init__(f"{name}: {reason}")
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """argv that runs ``python -m module args`` with this interpreter."""
+    return [sys.executable, "-m", module, *args]
+
+
+@dataclass
+class Child:
+    """One started process: its name, pid and asyncio process; ``stderr_tail``
+    keeps its last lines of standard error."""
+
+    name: str
+    proc: asyncio.subprocess.Process
+    stderr_tail: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def describe_exit(self) -> str:
+        code = self.proc.returncode
+        if code is None:
+            return "running"
+        if code < 0:
+            try:
+                sig = signal.Signals(-code).name
+            except ValueError:
+                sig = str(-code)
+            how = f"killed by {sig}"
+        else:
+            how = f"exited with status {code}"
+        tail = self.stderr_tail[-1] if self.stderr_tail else ""
+        return how + (f" ({tail})" if tail else "")
+
+    async def readline(self, timeout: float | None = None) -> str | None:
+        """The next line of its standard output (None at its end)."""
+        coro = self.proc.stdout.readline()
+        line = await (coro if timeout is None else asyncio.wait_for(coro, timeout))
+        return line.decode(errors="replace").rstrip("\n") if line else None
+
+    def write_line(self, text: str) -> bool:
+        """Queue a line for its standard input; False if the pipe is gone."""
+        w = self.proc.stdin
+        if w is None or w.is_closing() or self.proc.returncode is not None:
+            return False
+        try:
+            w.write(text.encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError, RuntimeError):
+            return False
+        return True
+
+
+class ChildProcesses:
+    """See the module docstring."""
+
+    def __init__(self, grace: float = 3.0) -> None:
+        self.grace = grace
+        self.children: list[Child] = []
+        self._tasks: set[asyncio.Task] = set()
+
+    async def __aenter__(self) -> "ChildProcesses":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await asyncio.shield(self.stop_all())
+
+    async def start(self, name: str, argv: list[str]) -> Child:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except OSError as exc:
+            raise ChildStartError(name, f"cannot start ({exc.strerror})") from exc
+        child = Child(name, proc)
+        self.children.append(child)
+        task = asyncio.get_running_loop().create_task(self._drain_stderr(child),
+                                                      name=f"{name}-stderr")
+        self._tasks.add(task)
+        log.info("started %s (pid %d)", name, proc.pid)
+        return child
+
+    def drain_stdout(self, child: Child, on_line: Callable[[str], None]) -> None:
+        """From now on, hand each line of the child's standard output to
+        ``on_line`` (in a task this owner ends), so that its pipe never fills."""
+        async def drain() -> None:
+            while (line := await child.readline()) is not None:
+                on_line(line)
+
+        task = asyncio.get_running_loop().create_task(drain(), name=f"{child.name}-stdout")
+        self._tasks.add(task)
+
+    async def _drain_stderr(self, child: Child) -> None:
+        while True:
+            line = await child.proc.stderr.readline()
+            if not line:
+                return
+            text = line.decode(errors="replace").rstrip()
+            if text:
+                child.stderr_tail = (child.stderr_tail + [text])[-20:]
+                log.debug("%s: %s", child.name, text)
+
+    async def stop(self, child: Child) -> None:
+        """End one child: close its stdin, SIGTERM, SIGKILL after the grace time."""
+        proc = child.proc
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), self.grace)
+            except TimeoutError:
+                log.warning("%s (pid %d) ignored SIGTERM: killing it", child.name, proc.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+
+    async def stop_all(self) -> None:
+        await asyncio.gather(*(self.stop(c) for c in self.children), return_exceptions=True)
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
