@@ -7,7 +7,8 @@ import argparse
 import json
 import sys
 
-from .cli_args import ArgError, node_count, nonneg, port, positive
+from .cli_args import ArgError, node_count, nonneg, number, port, positive
+from .plant import PlantParams
 
 __all__ = ["add_parser", "cmd_emulate"]
 
@@ -68,6 +69,11 @@ def add_parser(sub) -> None:
     g.add_argument("--mocap-latency-ms", type=nonneg("mocap latency"), default=0.0,
                    metavar="MS", help="age of the positions in each datagram (default 0)")
     g.add_argument("--seed", type=int, default=0, help="seed of the mocap noise")
+    g.add_argument("--u-tol", type=positive("u-tol"), default=PlantParams.u_tol, metavar="M_S",
+                   help="the physics' contact-solver velocity tolerance (default 1e-7)")
+    g.add_argument("--max-iter", type=number("max-iter", int, lambda v: v >= 1, "be >= 1"),
+                   default=PlantParams.max_iter, metavar="N",
+                   help="the physics' contact-solver iteration cap (default 100)")
     g.add_argument("--status-interval", type=positive("status interval"), default=5.0,
                    metavar="S", help="seconds between status lines (default 5)")
     g.add_argument("--json-lines", action="store_true", help=argparse.SUPPRESS)
@@ -81,7 +87,6 @@ def cmd_emulate(args: argparse.Namespace) -> int:
 
     from aiko.firmware_interface.faults import faults_by_node
 
-    from .plant import PlantParams
     from .simrig import RigConfig, SimulatedRig
 
     faults = faults_by_node(args.fault)
@@ -94,7 +99,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         plant = PlantParams(backlash_deg=args.backlash_deg, servo=args.servo,
                             mocap_noise_mm=args.mocap_noise_mm,
                             mocap_latency_ms=args.mocap_latency_ms, mocap_rate=args.mocap_rate,
-                            mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed)
+                            mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed,
+                            u_tol=args.u_tol, max_iter=args.max_iter)
         from aiko.model import kernels_cached, warm_up
         if not kernels_cached() and not args.json_lines:
             print("compiling the model (first run only) ...", flush=True)

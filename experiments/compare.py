@@ -123,7 +123,7 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None):
     tm, pm = _clean(paths.t_model, paths.p_model)
     t_ref = min(te[0] if te.size else math.inf, tm[0] if tm.size else math.inf)
     t_ref = 0.0 if not math.isfinite(t_ref) else t_ref
-    fig = Figure(figsize=(11, 5.6), layout="constrained")
+    fig = Figure(figsize=(11, 6.2), layout="constrained")
     grid = fig.add_gridspec(2, 2, width_ratios=(1.15, 1))
     ax_x = fig.add_subplot(grid[0, 0])
     ax_y = fig.add_subplot(grid[1, 0], sharex=ax_x)
@@ -138,31 +138,30 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None):
     ax_x.tick_params(labelbottom=False)
     ax_y.set_xlabel("t [s]")
     ax_x.set_title("link 6 position")
-    ax_x.legend(loc="best", fontsize=9)
     ax_p.plot(pe[:, 0], pe[:, 1], **exp_style)
     ax_p.plot(pm[:, 0], pm[:, 1], **mod_style)
     for p, color in ((pe, exp_style["color"]), (pm, mod_style["color"])):
         if p.shape[0]:
             ax_p.plot(*p[0, :2], "o", color=color, ms=7, mfc="white", mew=2)
             ax_p.plot(*p[-1, :2], "s", color=color, ms=7)
-    ax_p.plot([], [], "o", color="0.3", mfc="white", mew=2, label="start")
-    ax_p.plot([], [], "s", color="0.3", label="end")
+    ax_p.plot([], [], "o", color="0.3", mfc="white", mew=2, label="start", ls="none")
+    ax_p.plot([], [], "s", color="0.3", label="end", ls="none")
     ax_p.set_xlabel("x [m]")
     ax_p.set_ylabel("y [m]")
     ax_p.set_aspect("equal", adjustable="datalim")
     ax_p.grid(True, alpha=0.3)
     ax_p.set_title("path of link 6 (x, y)")
-    ax_p.legend(loc="best", fontsize=9)
+    fig.legend(*ax_p.get_legend_handles_labels(), loc="outside lower center", ncols=4,
+               fontsize=9, frameon=False)
     if metrics:
         text = (f"final error {100 * metrics['final_error_m']:.1f} cm, "
-                f"RMS {100 * metrics['rms_error_m']:.1f} cm\n"
+                f"RMS {100 * metrics['rms_error_m']:.1f} cm;  "
                 f"distance: experiment {metrics['distance_experiment_m']:.3f} m, "
                 f"model {metrics['distance_model_m']:.3f} m "
-                f"(ratio {metrics['distance_ratio']:.2f})\n"
+                f"(ratio {metrics['distance_ratio']:.2f});  "
                 f"heading difference {metrics['heading_difference_deg']:+.1f} deg")
-        ax_p.text(0.02, 0.02, text, transform=ax_p.transAxes, fontsize=8.5, va="bottom",
-                  bbox={"boxstyle": "round", "fc": "white", "ec": "0.7", "alpha": 0.9})
-    fig.suptitle(title)
+        title = f"{title}\n{text}"
+    fig.suptitle(title, fontsize=11)
     return fig
 
 

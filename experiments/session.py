@@ -95,6 +95,7 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
             "--mocap-noise-mm", repr(plant.mocap_noise_mm),
             "--mocap-latency-ms", repr(plant.mocap_latency_ms),
             "--mocap-rate", repr(plant.mocap_rate), "--seed", str(plant.seed),
+            "--u-tol", repr(plant.u_tol), "--max-iter", str(plant.max_iter),
             "--json-lines", "--parent-lifeline"]
     if plant.mu_x is not None:
         argv += ["--plant-mu-x", repr(plant.mu_x)]

@@ -29,7 +29,7 @@ from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter
-from aiko.model import SnakeModel, SnakeParams, SolverParams
+from aiko.model import SnakeModel, SnakeParams
 from aiko.model.errors import AikoError
 
 from .plant import MocapView, PlantParams, SimulatedAiko
@@ -107,7 +107,7 @@ class SimulatedRig:
             mu_x = plant.mu_x if plant.mu_x is not None else config.mu_x
             mu_y = plant.mu_y if plant.mu_y is not None else config.mu_y
             model = SnakeModel(SnakeParams(n=config.nodes + 1, mu_x=mu_x, mu_y=mu_y),
-                               SolverParams())
+                               plant.solver_params())
             self.aiko = SimulatedAiko(model, self.modules)
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
                                   seed=plant.seed)
