@@ -18,6 +18,13 @@
   ``send_timeout`` (a few ms) and counts a failed send as ``tx_errors``.
 * Every transmitted frame is handed to ``on_tx`` (the log), since most interfaces
   do not echo own frames.
+* A bus with a file descriptor (socketcan, slcan) is read inside the loop by the
+  driver itself; python-can's Notifier does the same but lets a read error
+  escape into the loop's exception handler, again on every iteration once the
+  descriptor reports end of file (an slcan adapter that went away). Here a
+  failed read is counted (``rx_errors``), kept in ``failure`` and stops the
+  reading; the supervisor then sees the nodes fall silent. Buses without one
+  (virtual) are read by a Notifier thread.
 """
 
 from __future__ import annotations
@@ -105,6 +112,8 @@ class CanDriver:
         self.failure: Exception | None = None
         self._owns_bus = owns_bus
         self._notifier: can.Notifier | None = None
+        self._fd: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def open(cls, interface: str, channel: str, clock, bitrate: int | None = None,
@@ -123,14 +132,40 @@ class CanDriver:
 
     async def __aenter__(self) -> "CanDriver":
         loop = asyncio.get_running_loop()
-        self._notifier = can.Notifier(self.bus, [_Bridge(self, loop)], timeout=0.05, loop=loop)
+        bridge = _Bridge(self, loop)
+        try:
+            fd = self.bus.fileno()
+        except NotImplementedError:
+            fd = -1
+        if fd >= 0:
+            self._fd, self._loop = fd, loop
+            loop.add_reader(fd, self._readable, bridge)
+        else:
+            self._notifier = can.Notifier(self.bus, [bridge], timeout=0.05, loop=loop)
         return self
 
+    def _readable(self, bridge: _Bridge) -> None:
+        try:
+            while (msg := self.bus.recv(0)) is not None:
+                bridge.on_message_received(msg)
+        except (can.CanError, OSError, ValueError) as exc:
+            self._stop_reading()
+            bridge.on_error(exc)
+
+    def _stop_reading(self) -> None:
+        if self._fd is not None:
+            self._loop.remove_reader(self._fd)
+            self._fd = None
+
     async def __aexit__(self, *exc) -> None:
+        self._stop_reading()
         if self._notifier is not None:
             self._notifier.stop()  # before the bus goes
         if self._owns_bus:
-            self.bus.shutdown()
+            try:
+                self.bus.shutdown()
+            except (can.CanError, OSError) as err:  # the adapter is gone already
+                log.warning("CAN shutdown: %s", err)
 
     def _put(self, frame: RxFrame) -> None:
         self.counters.rx += 1
