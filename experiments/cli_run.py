@@ -150,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = SessionReport()
 
     def say(text: str) -> None:
-        print(f"aiko run: {text}", file=sys.stderr, flush=True)
+        print(f"aiko run: {text}", flush=True)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -141,7 +141,8 @@ class ParallelModel:
 
     def _simulate_to(self, t: float) -> list[ModelSample]:
         dt = self.model.dt
-        target = int(math.floor((t - self.t0) / dt + 1e-9))
+        # every step that starts before t (its references are those in force then)
+        target = int(math.ceil((t - self.t0) / dt - 1e-9))
         out = []
         nj = self.model.n - 1
         while self.i < target:

@@ -24,13 +24,14 @@ references as the modules apply them on SYNC.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
 from aiko.firmware_interface.emulator import JointModelParams, JointModule
-from aiko.model import SnakeModel, SnakeState, SolverParams
+from aiko.model import ConvergenceWarning, SnakeModel, SnakeState, SolverParams
 from aiko.model.errors import ParameterError
 
 __all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz"]
@@ -180,7 +181,9 @@ class SimulatedAiko:
         if m <= 0:
             return 0
         refs = self.step_references(m, total)
-        self.state, st = self.model.run_steps(self.state, refs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # counted: self.unconverged
+            self.state, st = self.model.run_steps(self.state, refs)
         self.steps += st.steps
         self.iterations += st.iterations
         self.unconverged += st.unconverged

@@ -234,8 +234,8 @@ def test_signals_stop_safely_and_close_the_log(tmp_path, sig):
     emu, channel = start_emulator()
     out_file = tmp_path / "trial.mcap"
     try:
-        run = spawn("run", "still", "--can-interface", "slcan", "--can-channel", channel,
-                    "--nodes", "3", "--out", str(out_file))
+        run = spawn("run", "still", "--rig", "robot", "--can-interface", "slcan",
+                    "--can-channel", channel, "--nodes", "3", "--out", str(out_file))
         time.sleep(4.0)
         run.send_signal(sig)
         out, err = run.communicate(timeout=30)
@@ -260,7 +260,8 @@ def test_kill_9_leaves_a_log_readable_to_the_last_second(tmp_path):
     emu, channel = start_emulator()
     out_file = tmp_path / "trial.mcap"
     try:
-        run = spawn("run", "sidewinding", "--can-interface", "slcan", "--can-channel", channel,
+        run = spawn("run", "sidewinding", "--rig", "robot", "--can-interface", "slcan",
+                    "--can-channel", channel,
                     "--nodes", "3", "--duration", "60", "--out", str(out_file))
         time.sleep(5.0)
         killed_at = time.time()
@@ -275,14 +276,15 @@ def test_kill_9_leaves_a_log_readable_to_the_last_second(tmp_path):
     last = max(t for recs in data.records.values() for t, _ in recs)
     assert elapsed > 2.0
     assert last >= elapsed - 1.0, (last, elapsed)
-    assert len(data.records["/references"]) >= int((elapsed - 1.0) / 0.1) - 5
+    t_first = data.times("/references")[0]  # streaming starts after the set-up
+    assert len(data.records["/references"]) >= int((elapsed - t_first - 1.0) / 0.1) - 5
 
 
 def test_missing_node_from_the_command_line():
     emu, channel = start_emulator()
     try:
         r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
-                            "--can-interface", "slcan", "--can-channel", channel, "--nodes", "5",
+                            "--rig", "robot", "--can-interface", "slcan", "--can-channel", channel, "--nodes", "5",
                             "--startup-timeout", "0.5", "--out", os.devnull],
                            capture_output=True, text=True, timeout=60)
     finally:
@@ -297,7 +299,7 @@ def test_unreachable_can_channel_is_a_clear_error(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
-                        "--can-interface", "slcan", "--can-channel", f"socket://127.0.0.1:{port}",
+                        "--rig", "robot", "--can-interface", "slcan", "--can-channel", f"socket://127.0.0.1:{port}",
                         "--out", str(tmp_path / "x.mcap")], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode != 0 and "CAN slcan" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,291 @@
+"""The pieces of the simulated rig and the comparison, in-process: the parallel
+model's reference handling, the comparison metrics, start alignment, the plant's
+motor-link coupling, the simulated motion capture, the process owner."""
+
+import asyncio
+import math
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiko.control import PRESETS, references
+from aiko.drivers.clock import TrialClock
+from aiko.drivers.mocap import ViconUdpSender, ViconUdpSource
+from aiko.experiments.alignment import start_posture
+from aiko.experiments.compare import (ComparisonError, Paths, compare_paths,
+                                      comparison_figure)
+from aiko.experiments.parallel_model import ParallelModel, ramped_references
+from aiko.experiments.plant import MocapView, PlantParams, SimulatedAiko, euler_xyz
+from aiko.experiments.processes import ChildProcesses
+from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
+from aiko.firmware_interface.emulator import JointModule
+from aiko.model import SnakeModel, SnakeParams, SolverParams
+from aiko.model.posture import posture_from_joint_angles
+
+
+# --------------------------------------------------------------- parallel model
+def test_ramped_references_advance_with_the_rate_and_clamp():
+    refs = np.array([[0.7, -0.1, 1.0, -2.0], [0.0, 0.0, 0.0, 0.0]])
+    out = ramped_references(refs, np.array([0.0, 0.05, 0.1]), limit=0.7854)
+    np.testing.assert_allclose(out[:, 1], 0.0)
+    np.testing.assert_allclose(out[:, 0, 1], [-0.1, -0.2, -0.3])
+    np.testing.assert_allclose(out[:, 0, 0], [0.7, 0.75, 0.7854])
+    assert out[2, 0, 2] == 0.0 and out[1, 0, 2] == 1.0   # no rate while clamped
+
+
+def test_parallel_model_equals_the_model_run_with_the_same_references():
+    """References sent at irregular times, delivered before the start: the
+    samples equal a direct run of the model with the per-step references the
+    module docstring defines."""
+    model = SnakeModel(SnakeParams(n=4), SolverParams())
+    gait = PRESETS["sidewinding"]
+    t0 = 2.0
+    sends = t0 + np.array([0.0, 0.1003, 0.2001, 0.3007])
+    sent = [references(gait, s - t0 + 0.4, 3) for s in sends]   # past the soft start
+    pm = ParallelModel(model, rate=20.0)
+    q0 = model.initial_state().q
+    assert pm.add_refs(sends[0], sent[0]) == []                # waits for the start
+    samples = pm.start(t0, q0)
+    for s, r in zip(sends[1:], sent[1:], strict=True):
+        samples += pm.add_refs(s, r)
+    samples += pm.finish(t0 + 0.4)
+    assert [round(s.t - t0, 9) for s in samples] == [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3,
+                                                      0.35, 0.4]
+    # the same by hand
+    dt = model.dt
+    steps = int(round(0.4 / dt))
+    t = t0 + np.arange(steps) * dt
+    k = np.searchsorted(sends, t + 1e-9, side="right") - 1
+    per_step = np.stack([ramped_references(sent[j], np.array([ti - sends[j]]))[0]
+                         for ti, j in zip(t, k, strict=True)])
+    state, _ = model.run_steps(model.initial_state(), per_step)
+    np.testing.assert_allclose(samples[-1].positions, state.positions, atol=1e-12)
+    assert pm.steps == steps
+
+
+def test_parallel_model_rejects_bad_references():
+    pm = ParallelModel(SnakeModel(SnakeParams(n=3)))
+    pm.start(0.0, SnakeModel(SnakeParams(n=3)).initial_state().q)
+    with pytest.raises(Exception, match="shape"):
+        pm.add_refs(0.1, np.zeros((5, 4)))
+    with pytest.raises(Exception, match="finite"):
+        pm.add_refs(0.1, np.full((2, 4), np.nan))
+
+
+def test_model_process_speaks_json_lines():
+    """The process end to end: ready, samples, done; a bad line gets an error
+    reply and loses nothing."""
+    import json
+    import subprocess
+
+    q0 = SnakeModel(SnakeParams(n=3)).initial_state().q.tolist()
+    lines = [json.dumps({"start": {"t": 1.0, "q": q0}}), "not json",
+             json.dumps({"ref": {"t": 1.0, "refs": [[0.1, 0, 0, 0], [0, 0, 0, 0]]}}),
+             json.dumps({"ref": {"t": 1.1, "refs": [[0.1, 0, 0, 0], [0, 0, 0, 0]]}}),
+             json.dumps({"end": {"t": 1.2}})]
+    r = subprocess.run([sys.executable, "-m", "aiko.experiments.parallel_model",
+                        "--params", json.dumps({"n": 3})], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(x) for x in r.stdout.splitlines()]
+    kinds = [next(iter(m)) for m in out]
+    assert kinds[0] == "ready" and kinds[-1] == "done" and "error" in kinds
+    ts = [m["sample"]["t"] for m in out if "sample" in m]
+    np.testing.assert_allclose(ts, [1.0, 1.05, 1.1, 1.15, 1.2])
+
+
+# ------------------------------------------------------------------ comparison
+def test_comparison_metrics_of_known_paths():
+    t = np.linspace(0.0, 10.0, 201)
+    exp = np.column_stack([np.zeros_like(t), 0.1 * t, np.full_like(t, 0.05)])   # +y, 1 m
+    mod = np.column_stack([0.02 * t, 0.12 * t, np.full_like(t, 0.05)])          # further
+    exp[50] = np.nan                                                             # occluded
+    m = compare_paths(Paths(t, exp, t[::2], mod[::2]))
+    assert m["distance_experiment_m"] == pytest.approx(1.0)
+    assert m["distance_model_m"] == pytest.approx(math.hypot(0.2, 1.2))
+    assert m["distance_ratio"] == pytest.approx(math.hypot(0.2, 1.2))
+    assert m["heading_experiment_deg"] == pytest.approx(90.0)
+    assert m["heading_difference_deg"] == pytest.approx(math.degrees(math.atan2(1.2, 0.2)) - 90)
+    assert m["final_error_m"] == pytest.approx(math.hypot(0.2, 0.2))
+    err = np.hypot(0.02 * t, 0.02 * t)
+    keep = np.arange(t.size) != 50
+    assert m["rms_error_m"] == pytest.approx(np.sqrt(np.mean(err[keep] ** 2)))
+    assert m["speed_experiment_m_s"] == pytest.approx(0.1)
+    assert m["duration_s"] == pytest.approx(10.0) and m["samples"] == 200
+
+
+def test_heading_difference_wraps():
+    t = np.array([0.0, 1.0])
+    exp = np.array([[0, 0, 0], [-1, 0.01, 0]], dtype=float)    # ~ +179.4 deg
+    mod = np.array([[0, 0, 0], [-1, -0.01, 0]], dtype=float)   # ~ -179.4 deg
+    m = compare_paths(Paths(t, exp, t, mod))
+    assert abs(m["heading_difference_deg"]) < 2.0
+
+
+def test_comparison_needs_overlapping_data():
+    t = np.array([0.0, 1.0])
+    p = np.zeros((2, 3))
+    with pytest.raises(ComparisonError, match="overlap"):
+        compare_paths(Paths(t, p, t + 5, p))
+    with pytest.raises(ComparisonError, match="motion-capture"):
+        compare_paths(Paths(t, np.full((2, 3), np.nan), t, p))
+
+
+def test_comparison_figure_has_the_papers_panels():
+    t = np.linspace(0, 5, 101)
+    p = np.column_stack([0.01 * t, 0.1 * t, 0 * t])
+    fig = comparison_figure(Paths(t, p, t, 1.1 * p), "sidewinding", compare_paths(
+        Paths(t, p, t, 1.1 * p)))
+    labels = [ax.get_xlabel() for ax in fig.axes]
+    assert labels == ["", "t [s]", "x [m]"]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["x [m]", "y [m]", "y [m]"]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts == ["experiment (motion capture)", "model", "start", "end"]
+    assert "ratio 1.10" in fig._suptitle.get_text()
+
+
+# ------------------------------------------------------------------- alignment
+@given(st.floats(-math.pi, math.pi), st.floats(-2, 2), st.floats(-2, 2))
+def test_start_posture_fits_the_links_seen(angle, dx, dy):
+    params = SnakeParams(n=5)
+    ah = np.array([0.3, -0.2, 0.1, 0.25])
+    av = np.zeros(4)
+    ref = posture_from_joint_angles(params, ah, av)
+    c, s = math.cos(angle), math.sin(angle)
+    R = np.array([[c, -s], [s, c]])
+    seen = ref[:, :2] @ R.T + [dx, dy]
+    markers = {i + 1: (seen[i, 0], seen[i, 1], 0.05) for i in range(5)}
+    q = start_posture(params, ah, av, markers)
+    np.testing.assert_allclose(q[:, :2], seen, atol=1e-9)
+    np.testing.assert_allclose(q[:, 2], ref[:, 2], atol=1e-12)
+    model = SnakeModel(params)
+    angles = model.joint_angles(model.state_from_q(q))
+    np.testing.assert_allclose(angles[:, 0], ah, atol=1e-9)   # the posture is kept
+
+
+def test_start_posture_with_one_marker_moves_only():
+    params = SnakeParams(n=11)
+    zeros = np.zeros(10)
+    q = start_posture(params, zeros, zeros, {6: (1.0, 2.0, 0.05)})
+    assert q[5, 0] == pytest.approx(1.0) and q[5, 1] == pytest.approx(2.0)
+    assert q[0, 0] > q[10, 0]   # the gait's heading: link 1 toward +x
+
+
+# ----------------------------------------------------------------------- plant
+def drive(aiko, modules, t_end, ref, t0=0.0):
+    """Modules started, one REF (all joints) and a SYNC every 100 ms."""
+    t = t0
+    for m in modules:
+        m.power_up(t)
+    i, d = encode(Nmt(1, 0))
+    for m in modules:
+        m.receive(t, i, d)
+    k = 0
+    while t < t_end - 1e-9:
+        if k % 50 == 0:
+            for m in modules:
+                m.receive(t, *encode(Ref(m.node, ref[0], ref[1], 0.0, 0.0)))
+            for m in modules:
+                m.receive(t, *encode(Sync(k // 50 % 256)))
+        t = round(t + 0.002, 9)
+        k += 1
+        for m in modules:
+            m.tick(t)
+        aiko.advance(t)
+
+
+@pytest.mark.parametrize("mode", ["ideal", "realistic"])
+def test_plant_links_follow_the_motors_through_the_free_play(mode):
+    plant = PlantParams.ideal() if mode == "ideal" else PlantParams()
+    n = 4
+    modules = [JointModule(i, params=plant.joint_params()) for i in range(1, n)]
+    model = SnakeModel(SnakeParams(n=n), plant.solver_params())
+    aiko = SimulatedAiko(model, modules)
+    drive(aiko, modules, 1.5, (0.3, 0.0))
+    half = math.radians(plant.backlash_deg) / 2
+    for m, a in zip(modules, aiko.joint_angles(), strict=True):
+        motor_h, _ = m.motor_angles
+        assert motor_h == pytest.approx(0.3, abs=1e-3)            # the servo got there
+        assert abs(a[0] - motor_h) <= half + 0.01                 # the link within the play
+        assert m.link_angles[0] == a[0]                           # one source of truth
+        reported = m._state_frame(0).alpha_h
+        assert reported == pytest.approx(motor_h, abs=1e-4)       # the encoder: motor side
+    if mode == "ideal":
+        np.testing.assert_allclose(aiko.joint_angles()[:, 0], 0.3, atol=0.01)
+
+
+def test_a_limp_motor_exerts_nothing():
+    plant = PlantParams()
+    modules = [JointModule(i, params=plant.joint_params()) for i in (1, 2)]
+    model = SnakeModel(SnakeParams(n=3), plant.solver_params())
+    aiko = SimulatedAiko(model, modules)
+    for m in modules:
+        m.power_up(0.0)
+        m.receive(0.0, *encode(Nmt(2, 0)))   # stopped: motors off
+    refs = aiko.step_references(4)
+    np.testing.assert_array_equal(refs[..., :2], np.broadcast_to(aiko.joint_angles()[:, :2],
+                                                                 refs[..., :2].shape))
+
+
+def test_mocap_view_latency_and_noise():
+    view = MocapView(noise_mm=0.5, latency=0.05, seed=3)
+    R = np.repeat(np.eye(3)[None], 2, axis=0)
+    for k in range(20):
+        view.record(0.01 * k, np.array([[0.01 * k, 0, 0], [0, 0, 0]]), R)
+    objs = view.objects(0.19)
+    assert set(objs) == {"link1", "link2"}
+    assert objs["link1"][0] == pytest.approx(140.0, abs=3.0)    # 50 ms old, in mm
+    assert view.objects(0.19)["link1"][0] != objs["link1"][0]   # fresh noise each time
+    noise = np.array([view.objects(0.19)["link2"][:3] for _ in range(2000)])
+    assert abs(noise.mean()) < 0.05 and noise.std() == pytest.approx(0.5, rel=0.1)
+    assert MocapView(latency=1.0).objects(0.5) is None
+
+
+def test_euler_xyz_inverts_the_rotation():
+    from scipy.spatial.transform import Rotation
+    angles = np.array([[0.3, -0.4, 1.2], [-1.0, 0.2, -2.5]])
+    R = Rotation.from_euler("XYZ", angles).as_matrix()
+    np.testing.assert_allclose(euler_xyz(R), angles, atol=1e-12)
+
+
+def test_udp_sender_reaches_the_source_with_every_link():
+    async def main():
+        clock = TrialClock()
+        async with ViconUdpSource("link6", clock, host="127.0.0.1", port=0) as src:
+            objs = {f"link{i}": (1000.0 * i, 0.0, 52.5, 0, 0, 0) for i in range(1, 12)}
+            sender = ViconUdpSender(("127.0.0.1", src.port), lambda t: objs, clock, rate=200)
+            task = asyncio.create_task(sender.run())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            return src.latest(), src.latest_objects(), sender.sent
+
+    latest, (_, frame, objects), sent = asyncio.run(main())
+    assert latest.position == pytest.approx((6.0, 0.0, 0.0525))
+    assert len(objects) == 11 and objects["link11"][0] == pytest.approx(11.0)
+    assert frame == latest.frame and 20 <= sent <= 41
+
+
+# ------------------------------------------------------------- process owner
+def test_process_owner_ends_every_child_on_an_error():
+    script = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+             "print('up', flush=True); time.sleep(60)"
+
+    async def main():
+        procs = ChildProcesses(grace=0.5)
+        children = []
+        with pytest.raises(RuntimeError):
+            async with procs:
+                for _ in range(2):
+                    c = await procs.start("stubborn", [sys.executable, "-c", script])
+                    assert await c.readline(30) == "up"
+                    children.append(c)
+                raise RuntimeError("the owner fails")
+        return children
+
+    children = asyncio.run(main())
+    assert all(c.returncode is not None for c in children)
+    assert "SIGKILL" in children[0].describe_exit()
