@@ -49,7 +49,8 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as d:
             t0 = time.time()
-            run = cli("run", "sidewinding", "--can-interface", "slcan", "--can-channel", channel,
+            run = cli("run", "sidewinding", "--rig", "robot", "--no-model",
+                      "--can-interface", "slcan", "--can-channel", channel,
                       "--nodes", str(a.nodes), "--duration", str(60 * a.minutes),
                       "--out", os.path.join(d, "bench.mcap"))
             out, err = run.communicate()
