@@ -181,3 +181,28 @@ def test_killing_the_parallel_model_leaves_the_trial_running(tmp_path):
     assert "SIGKILL" in stopped["data"]["reason"]
     assert len(data.records["/references"]) == 41      # the trial ran to its end
     assert not any(alive(p) for p in pids.values())
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_no_child_outlives_aiko_run(tmp_path, how):
+    """SIGTERM: the safe stop, exit 130, children ended by their owner; SIGKILL
+    of `aiko run` itself: the children see their stdin close and end."""
+    out = tmp_path / "t.mcap"
+    run = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
+                            "--duration", "30", "--out", str(out)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pids = wait_for_children(out)
+        run.send_signal(getattr(signal, how))
+        stdout, stderr = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    if how == "SIGTERM":
+        assert run.returncode == 130 and "interrupted" in stdout, (stdout, stderr)
+        data = read_trial(out)
+        assert data.complete and data.events("safe_stop")
+    end = time.monotonic() + 10
+    while time.monotonic() < end and any(alive(p) for p in pids.values()):
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids.values())
