@@ -126,7 +126,7 @@ class CanDriver:
             extra.setdefault("sleep_after_open", 0)
         try:
             bus = can.Bus(interface=interface, channel=channel, ignore_config=True, **extra)
-        except (can.CanError, OSError, ValueError, ImportError) as exc:
+        except (can.CanError, OSError, ValueError, ImportError, NotImplementedError) as exc:
             raise CanDriverError(interface, channel, str(exc) or type(exc).__name__) from exc
         return cls(bus, clock, owns_bus=True, **kwargs)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from aiko.model import SnakeModel
 
-from .processes import Child, ChildProcesses, ChildStartError, python_module
+from .processes import Child, ChildProcesses, python_module
 
 __all__ = ["ModelLink", "start_model_process"]
 
@@ -35,20 +35,8 @@ async def start_model_process(procs: ChildProcesses, model: SnakeModel, rate: fl
         "aiko.experiments.parallel_model", "--params", json.dumps(params),
         "--solver", json.dumps({"dt": model.dt, "solver": model.solver.solver}),
         "--rate", repr(rate)))
-    try:
-        while True:
-            line = await child.readline(timeout)
-            if line is None:
-                await child.proc.wait()
-                raise ChildStartError("parallel model", f"ended before it was ready: "
-                                                        f"{child.describe_exit()}")
-            msg = _parse(line)
-            if msg and "ready" in msg:
-                return child
-            if msg and "error" in msg:
-                raise ChildStartError("parallel model", msg["error"])
-    except TimeoutError:
-        raise ChildStartError("parallel model", f"not ready within {timeout:g} s") from None
+    await child.wait_ready(timeout)
+    return child
 
 
 def _parse(line: str) -> dict | None:

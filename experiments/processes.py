@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -78,6 +79,28 @@ class Child:
         coro = self.proc.stdout.readline()
         line = await (coro if timeout is None else asyncio.wait_for(coro, timeout))
         return line.decode(errors="replace").rstrip("\n") if line else None
+
+    async def wait_ready(self, timeout: float) -> dict:
+        """Read JSON lines of its standard output until ``{"ready": {...}}``
+        (returned); ``{"error": "..."}``, its end or the timeout raise
+        ChildStartError. Other lines are skipped."""
+        try:
+            while True:
+                line = await self.readline(timeout)
+                if line is None:
+                    await self.proc.wait()
+                    raise ChildStartError(self.name, f"ended before it was ready: "
+                                                     f"{self.describe_exit()}")
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(msg, dict) and "ready" in msg:
+                    return msg["ready"]
+                if isinstance(msg, dict) and "error" in msg:
+                    raise ChildStartError(self.name, str(msg["error"]))
+        except TimeoutError:
+            raise ChildStartError(self.name, f"not ready within {timeout:g} s") from None
 
     def write_line(self, text: str) -> bool:
         """Queue a line for its standard input; False if the pipe is gone."""

@@ -32,7 +32,7 @@ from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, wa
 from .compare import ComparisonError, compare_paths, save_comparison
 from .model_link import ModelLink, start_model_process
 from .plant import PlantParams
-from .processes import Child, ChildProcesses, ChildStartError, python_module
+from .processes import Child, ChildProcesses, python_module
 from .trial import TrialConfig, TrialResult, dbc_attachment, run_trial, trial_metadata
 from .triallog import TrialLog
 
@@ -108,21 +108,7 @@ async def start_plant(procs: ChildProcesses, argv: list[str], timeout: float = 1
                       ) -> tuple[Child, dict]:
     """Start the simulated Aiko and wait for its ready line (CAN channel)."""
     child = await procs.start("simulated Aiko", argv)
-    try:
-        while True:
-            line = await child.readline(timeout)
-            if line is None:
-                await child.proc.wait()
-                raise ChildStartError("simulated Aiko", f"ended before it was ready: "
-                                                        f"{child.describe_exit()}")
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(msg, dict) and "ready" in msg:
-                return child, msg["ready"]
-    except TimeoutError:
-        raise ChildStartError("simulated Aiko", f"not ready within {timeout:g} s") from None
+    return child, await child.wait_ready(timeout)
 
 
 async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, *,

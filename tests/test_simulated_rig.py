@@ -128,6 +128,12 @@ def test_ideal_plant_agrees_with_the_parallel_model(ideal_trial, realistic_trial
     assert real["rms_error_m"] > 2 * m["rms_error_m"] and real["rms_error_m"] > 0.005
 
 
+def start_run(out, duration):
+    return subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
+                             "--duration", str(duration), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def wait_for_children(out, timeout=60.0) -> dict:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -141,9 +147,7 @@ def wait_for_children(out, timeout=60.0) -> dict:
 
 def test_killing_the_simulated_aiko_stops_the_trial_safely(tmp_path):
     out = tmp_path / "t.mcap"
-    run = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
-                            "--duration", "20", "--out", str(out)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = start_run(out, 20)
     try:
         pids = wait_for_children(out)
         time.sleep(1.0)
@@ -163,9 +167,7 @@ def test_killing_the_simulated_aiko_stops_the_trial_safely(tmp_path):
 
 def test_killing_the_parallel_model_leaves_the_trial_running(tmp_path):
     out = tmp_path / "t.mcap"
-    run = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
-                            "--duration", "4", "--out", str(out)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = start_run(out, 4)
     try:
         pids = wait_for_children(out)
         os.kill(pids["parallel model"], signal.SIGKILL)
@@ -188,9 +190,7 @@ def test_no_child_outlives_aiko_run(tmp_path, how):
     """SIGTERM: the safe stop, exit 130, children ended by their owner; SIGKILL
     of `aiko run` itself: the children see their stdin close and end."""
     out = tmp_path / "t.mcap"
-    run = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
-                            "--duration", "30", "--out", str(out)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = start_run(out, 30)
     try:
         pids = wait_for_children(out)
         run.send_signal(getattr(signal, how))
