@@ -126,7 +126,6 @@ class SimulatedAiko:
         self.iterations = 0
         self.unconverged = 0
         self._angles = model.joint_angles(self.state)       # (n-1, 4)
-        self._theta = self._motor_angles()
         for m, a in zip(self.modules, self._angles, strict=True):
             m.set_angles(a[0], a[1])
         self._theta = self._motor_angles()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import can
 
+from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
 from aiko.firmware_interface.service import EmulatedJoints
@@ -75,21 +76,6 @@ class RigConfig:
     status_interval: float = 5.0
 
 
-class _Clock:
-    """Seconds since the rig's start on the monotonic clock (the mocap sender's
-    and the modules' time base)."""
-
-    def __init__(self) -> None:
-        self.t0 = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self.t0
-
-    async def sleep_until(self, t: float, precise: bool = False) -> None:
-        delay = t - self.now()
-        await asyncio.sleep(max(0.0, delay))
-
-
 class SimulatedRig:
     """See the module docstring. Counters: ``late_updates`` (physics updates
     that ended more than 10 ms behind the clock), ``max_lag`` (s)."""
@@ -112,7 +98,7 @@ class SimulatedRig:
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
                                   seed=plant.seed)
             self.view.record(0.0, self.aiko.positions(), self.aiko.rotations())
-        self.clock = _Clock()
+        self.clock = TrialClock()
         self.late_updates = 0
         self.max_lag = 0.0
         self.updates = 0
@@ -162,7 +148,7 @@ class SimulatedRig:
                                     f"cannot listen ({exc.strerror})") from exc
             try:
                 self.channel = adapter.channel
-                self.clock = _Clock()  # time 0: the modules power up now
+                self.clock = TrialClock()  # time 0: the modules power up now
                 self.joints = EmulatedJoints(
                     node_bus, self.modules, clock=self.clock.now,
                     after_tick=self._after_tick if self.aiko is not None else None)
