@@ -38,7 +38,7 @@ import can
 
 from aiko.model.errors import AikoError
 
-__all__ = ["CanDriver", "RxFrame", "CanDriverError", "CanCounters"]
+__all__ = ["CanDriver", "RxFrame", "CanDriverError", "CanCounters", "check_interface"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,15 @@ class CanDriverError(AikoError):
         self.interface = interface
         self.channel = channel
         super().__init__(f"CAN {interface} {channel}: {reason}")
+
+
+def check_interface(interface: str, channel: str = "") -> None:
+    """CanDriverError unless ``interface`` is one of python-can's interface
+    names (checked before anything is opened or created)."""
+    if interface not in can.VALID_INTERFACES:
+        raise CanDriverError(interface, channel,
+                             "unknown interface; python-can's interfaces: "
+                             + ", ".join(sorted(can.VALID_INTERFACES)))
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,7 @@ class CanDriver:
     def open(cls, interface: str, channel: str, clock, bitrate: int | None = None,
              **kwargs) -> "CanDriver":
         """Create the bus (config files ignored) and a driver that owns it."""
+        check_interface(interface, channel)
         extra = {}
         if bitrate is not None:
             extra["bitrate"] = bitrate

@@ -83,7 +83,7 @@ class StatusLine:
             return
         p = snap["link6"]
         pos = "link 6 (no data)" if p is None else f"link 6 ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f}) m"
-        sys.stderr.write(f"\r t {snap['t']:7.1f} s  periods {snap['periods']}  late "
+        sys.stderr.write(f"\r t {snap['t']:7.1f} s  {snap.get('phase') or '':9s} periods {snap['periods']}  late "
                          f"{snap['late']}  nodes ok {snap['nodes_ok']}/{snap['nodes']}  {pos}   ")
         sys.stderr.flush()
 

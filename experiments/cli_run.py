@@ -25,6 +25,18 @@ def add_parser(sub) -> None:
                     "default) the simulated Aiko stands in for it. Ctrl-C or SIGTERM stops "
                     "safely.")
     r.add_argument("gait", metavar="GAIT", help="a preset name or a gait .toml file")
+    r.add_argument("--check", action="store_true",
+                   help="only run the preflight: print the gait's table (joint limits, motor "
+                        "speeds, ramp) and exit (0: can be followed, 1: refused)")
+    r.add_argument("--force", action="store_true",
+                   help="stream a gait the preflight refuses (clamped at the joint limits; "
+                        "logged)")
+    r.add_argument("--ramp-time", type=nonneg("ramp time"), default=None, metavar="S",
+                   help="time to ramp the joints to the gait's start posture (default: the "
+                        "fastest joint at 25 %% of its motor's full-duty speed)")
+    r.add_argument("--end", choices=("hold", "straight"), default="hold",
+                   help="when the duration is over: hold the last posture (default) or ramp "
+                        "every joint back to 0 first; faults and Ctrl-C always hold")
     r.add_argument("--rig", choices=("simulated", "robot"), default="simulated",
                    help="simulated: start the simulated Aiko (default); robot: the real bus "
                         "and motion capture")
@@ -124,9 +136,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from .session import SessionConfig, SessionReport, run_session
     from .trial import TrialConfig, jitter_summary
+    from .triallog import free_log_path
 
     gait = get_gait(args.gait)
     simulated = args.rig == "simulated"
+    duration = args.duration if args.duration is not None else (
+        SIMULATED_DURATION if simulated else None)
+    if args.check:
+        return _check(gait, args.nodes, duration)
     mocap_spec = args.mocap or ("vicon-udp" if simulated else "none")
     mocap_kind, mocap_host, mocap_port = parse_mocap(mocap_spec)
     if not simulated and mocap_kind == "vicon-udp" and mocap_port is None:
@@ -134,15 +151,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     mqtt_cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca) if args.mqtt else None
     policy = FaultPolicy(stop_on_current_limit="current-limit" not in args.tolerate,
                          stop_on_encoder_fault="encoder-fault" not in args.tolerate)
-    duration = args.duration if args.duration is not None else (
-        SIMULATED_DURATION if simulated else None)
     config = TrialConfig(gait=args.gait, nodes=args.nodes, duration=duration, rig=args.rig,
                          can_interface="slcan" if simulated else args.can_interface,
                          can_channel="(the simulated Aiko's)" if simulated else args.can_channel,
                          bitrate=args.bitrate, mocap=mocap_spec, mocap_subject=args.mocap_subject,
                          mocap_segment=args.mocap_segment, mocap_rate=args.mocap_rate,
-                         mqtt=args.mqtt, startup_timeout=args.startup_timeout, policy=policy)
-    out = args.out or Path(f"trial-{datetime.now():%Y%m%d-%H%M%S}.mcap")
+                         mqtt=args.mqtt, startup_timeout=args.startup_timeout, policy=policy,
+                         ramp_time=args.ramp_time, end=args.end, force=args.force)
+    out = args.out or free_log_path(f"trial-{datetime.now():%Y%m%d-%H%M%S}")
     session = SessionConfig(trial=config, out=out, plant=plant_from_args(args),
                             parallel_model=not args.no_model, mocap_host=mocap_host,
                             mocap_port=mocap_port, mqtt=mqtt_cfg)
@@ -183,6 +199,11 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"(errors {result.can['rx_errors']}, dropped {result.can['rx_dropped']})"
           + (f"; mocap {result.mocap}" if result.mocap else "")
           + (f"; mqtt {result.telemetry}" if result.telemetry else ""))
+    for name, ramp in result.ramps.items():
+        what = "to the start posture" if name == "ramp" else "back to straight"
+        print(f"ramp {what}: {ramp['duration']:.1f} s, peak {ramp['peak_speed'] * 57.29578:.0f} "
+              f"deg/s, every joint within {ramp['max_error_deg']:.2f} deg after "
+              f"{ramp['settle_periods']} more period(s)")
     if result.last_link6 is not None:
         x, y, z = result.last_link6
         print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
@@ -201,6 +222,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"aiko run: fault: {result.fault}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check(gait, nodes: int, duration: float | None) -> int:
+    from aiko.control.preflight import format_table, preflight
+
+    report = preflight(gait, nodes, duration)
+    for line in format_table(report, bounded=duration is not None):
+        print(line)
+    return 0 if report.ok else 1
 
 
 def _print_comparison(report) -> None:

@@ -65,6 +65,7 @@ class ModelLink:
         self.max_lag = 0.0
         self.stopped: str | None = None   # why the process stopped early
         self.done: dict | None = None
+        self._end_sent = False
 
     @property
     def alive(self) -> bool:
@@ -118,9 +119,17 @@ class ModelLink:
         while self.done is None and await self._read_one():
             pass
 
+    def end(self, t_end: float) -> None:
+        """Tell the model the references end at t_end (it simulates up to
+        there without waiting for more); once."""
+        if self.started and not self._end_sent:
+            self._end_sent = True
+            self._send({"end": {"t": t_end}})
+
     async def finish(self, t_end: float, timeout: float = 120.0) -> bool:
-        """Ask the model to simulate up to t_end, read its last samples, and
-        return True once it is done (no reader task may run meanwhile)."""
+        """Ask the model to simulate up to t_end (unless :meth:`end` did),
+        read its last samples, and return True once it is done (no reader task
+        may run meanwhile)."""
         if not self.started or self.stopped is not None:
             return False
 
@@ -128,7 +137,7 @@ class ModelLink:
             while self.done is None and await self._read_one():
                 pass
 
-        self._send({"end": {"t": t_end}})
+        self.end(t_end)
         try:
             await asyncio.wait_for(read_to_end(), timeout)
         except TimeoutError:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiko.control.gait import Gait
-from aiko.drivers.can_bus import CanDriver
+from aiko.control.preflight import Preflight, PreflightRefused, preflight
+from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
 from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
@@ -34,7 +35,7 @@ from .model_link import ModelLink, start_model_process
 from .plant import PlantParams
 from .processes import Child, ChildProcesses, python_module
 from .trial import TrialConfig, TrialResult, dbc_attachment, run_trial, trial_metadata
-from .triallog import TrialLog
+from .triallog import TrialLog, check_log_path
 
 __all__ = ["SessionConfig", "SessionReport", "run_session", "plant_argv", "start_plant"]
 
@@ -72,6 +73,7 @@ class SessionReport:
     comparison_error: str | None = None
     plant: dict = field(default_factory=dict)
     children: dict = field(default_factory=dict)   # name -> pid
+    preflight: Preflight | None = None
 
 
 def model_params_for(config: TrialConfig, gait: Gait) -> SnakeParams:
@@ -120,6 +122,15 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
     simulated = tc.rig == "simulated"
     report.out = Path(config.out)
     params = model_params_for(tc, gait)
+    # checks that cost nothing come first: a refusal leaves nothing behind
+    pre = report.preflight = preflight(gait, tc.nodes, tc.duration, tc.period)
+    if not pre.ok:
+        if not tc.force:
+            raise PreflightRefused(pre)
+        log.warning("%s: streamed anyway (--force)", pre.refusal)
+    if not simulated:
+        check_interface(tc.can_interface, tc.can_channel)
+    check_log_path(config.out)
     if simulated or config.parallel_model:
         cached = kernels_cached()
         if not cached:
@@ -171,6 +182,8 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
                               dbc_attachment()) as tlog:
                     can_io.on_tx = lambda t, i, d: tlog.write("/can/tx", t,
                                                               {"id": i, "data": d.hex()})
+                    tlog.write("/events", clock.now(), {"kind": "preflight", "data": {
+                        **pre.to_dict(), "forced": tc.force and not pre.ok}})
                     for name, pid in report.children.items():
                         tlog.write("/events", clock.now(), {"kind": "process_started",
                                                             "data": {"name": name, "pid": pid}})

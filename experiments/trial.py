@@ -1,4 +1,20 @@
-"""One trial: bring the joints up, stream the gait, watch, log, stop safely.
+"""One trial: bring the joints up, ramp them to the gait's start posture, stream
+the gait, wind down, watch, log, stop safely.
+
+Phases, each marked in /events (``phase``) and, where references are sent,
+flagged in /references:
+
+* ``bring-up``: wait for every node's heartbeat, NMT start (missing nodes end
+  the trial here, the log records which);
+* ``ramp``: read every joint's angle from STATE (SYNCs without REF: nothing
+  moves), then move all joints together to the gait's references at t = 0
+  along the profile of :mod:`aiko.control.ramp`, the fastest joint at
+  ``RAMP_DUTY`` of the motors' full-duty speed (or in ``ramp_time`` s), and
+  wait until every joint is within ``RAMP_TOLERANCE`` of them;
+* ``gait``: the gait's clock starts at the first period after the ramp;
+* ``wind-down``: with ``end="straight"`` the joints ramp back to 0 first;
+  then the safe state (with ``end="hold"``, at once: the robot freezes where
+  it is). A fault or Ctrl-C in any phase goes straight to the safe state.
 
 :func:`run_trial` starts the services in one TaskGroup with named tasks:
 ``can-dispatch`` (decodes every received frame for the supervisor, the streamer
@@ -11,8 +27,9 @@ Ctrl-C, SIGTERM), the ``finally`` sends the safe-state NMT, records why, lets
 the parallel model finish the trial's last seconds, flushes the log and hands
 the result to ``on_end``.
 
-Start alignment: the parallel model starts at the first period's send time,
-from the joint angles of the first STATE replies (every node's, or the
+Start alignment: the parallel model starts at the gait's first period's send
+time (the ramp's seconds are not the model's), from the joint angles of that
+period's STATE replies (every node's, or the
 gait's start angles for the nodes that did not answer within 0.3 s), placed
 where motion capture sees the links (``link1`` ... ``linkN`` objects where the
 source reports them), see :mod:`aiko.experiments.alignment`.
@@ -23,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import math
 import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -31,9 +49,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.control.gait import Gait, references
+from aiko.control.gait import JOINT_LIMIT, Gait, references
+from aiko.control.preflight import OMEGA_MAX
+from aiko.control.ramp import RAMP_DUTY, RAMP_TOLERANCE
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
-from aiko.control.supervisor import FaultPolicy, Supervisor, TrialFault
+from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger, MocapSample
 from aiko.firmware_interface.codec import (Emcy, FrameError, JointState, decode, frame_fields)
 from aiko.firmware_interface.dbc import DBC_PATH
@@ -47,6 +67,13 @@ __all__ = ["TrialConfig", "TrialResult", "run_trial", "trial_metadata", "LINK_OF
 log = logging.getLogger(__name__)
 
 LINK_OF_INTEREST = 6
+
+END_CHOICES = ("hold", "straight")
+"""How a trial that ran its duration ends: hold the last posture, or ramp
+every joint to 0 first."""
+
+SETTLE_TIMEOUT = 1.0
+"""How long after a ramp's end the joints may take to come within tolerance, s."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +95,15 @@ class TrialConfig:
     mocap_rate: float = 20.0
     mqtt: str | None = None
     policy: FaultPolicy = field(default_factory=FaultPolicy)
+    ramp_time: float | None = None   # None: the automatic duration
+    end: str = "hold"                # or "straight"
+    force: bool = False              # stream a gait the preflight refused
+
+    def __post_init__(self) -> None:
+        if self.end not in END_CHOICES:
+            raise ValueError(f"end must be one of {', '.join(END_CHOICES)}, got {self.end!r}")
+        if self.ramp_time is not None and not self.ramp_time >= 0:
+            raise ValueError(f"ramp_time must be >= 0, got {self.ramp_time!r}")
 
 
 @dataclass
@@ -85,6 +121,8 @@ class TrialResult:
     paths: Paths | None = None
     t_gait0: float | None = None
     t_gait_end: float | None = None
+    ramps: dict = field(default_factory=dict)     # phase -> RampReport.to_dict()
+    phase: str | None = None                      # the last phase entered
 
 
 class _TrialEnded(Exception):
@@ -155,17 +193,18 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
     link = LINK_OF_INTEREST
 
     def on_period(rec: PeriodRecord) -> None:
-        if not first_period:
-            first_period.append(rec)
-            period_event.set()
-        last_period[:] = [rec]
-        if model is not None:
-            model.send_refs(rec.sent, rec.refs)
+        if rec.phase == "gait":
+            if not first_period:
+                first_period.append(rec)
+                period_event.set()
+            last_period[:] = [rec]
+            if model is not None:
+                model.send_refs(rec.sent, rec.refs)
         trial_log.write("/references", rec.sent, {
-            "k": rec.k, "t_gait": rec.t_gait, "deadline": rec.deadline, "sent": rec.sent,
-            "counter": rec.counter, "nodes": nodes, "alpha_h": rec.refs[:, 0].tolist(),
-            "alpha_v": rec.refs[:, 1].tolist(), "omega_h": rec.refs[:, 2].tolist(),
-            "omega_v": rec.refs[:, 3].tolist()})
+            "k": rec.k, "phase": rec.phase, "t_gait": rec.t_gait, "deadline": rec.deadline,
+            "sent": rec.sent, "counter": rec.counter, "nodes": nodes,
+            "alpha_h": rec.refs[:, 0].tolist(), "alpha_v": rec.refs[:, 1].tolist(),
+            "omega_h": rec.refs[:, 2].tolist(), "omega_v": rec.refs[:, 3].tolist()})
 
     streamer = ReferenceStreamer(can_io, gait, nodes, clock, config.period, on_period=on_period)
     last_link6: list[tuple | None] = [None]
@@ -202,10 +241,42 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                 rec["error_register"] = int(rec["error_register"])
                 trial_log.write("/emcy", rx.t, rec)
 
+    phase: list[str | None] = [None]
+    ramps: dict[str, dict] = {}
+
+    def enter(name: str, **data) -> None:
+        phase[0] = name
+        event(clock.now(), "phase", {"phase": name, **data})
+        log.info("phase %s", name)
+
     async def stream() -> None:
+        """The ramp to the start posture, the gait, the wind-down's ramp."""
+        enter("ramp", ramp_time=config.ramp_time, duty=RAMP_DUTY,
+              tolerance_deg=math.degrees(RAMP_TOLERANCE))
+        goal = streamer.refs_at(0.0)[:, :2]
+        rep = await streamer.ramp_to(goal, duration=config.ramp_time,
+                                     speed=RAMP_DUTY * OMEGA_MAX, max_speed=OMEGA_MAX,
+                                     settle_timeout=SETTLE_TIMEOUT, phase="ramp",
+                                     read_timeout=config.startup_timeout)
+        ramps["ramp"] = rep.to_dict()
+        event(clock.now(), "ramp_done", ramps["ramp"])
+        enter("gait", duration=config.duration)
         await streamer.run(config.duration)
-        # the last SYNC's replies are on their way: give them one period
-        await clock.sleep_until(clock.now() + config.period)
+        if model is not None and last_period:  # the model need not wait for the wind-down
+            model.end(last_period[0].sent + config.period)
+        if config.end == "straight" and streamer.last is not None:
+            enter("wind-down", end="straight")
+            last = streamer.last.refs
+            start = np.clip(last[:, :2] + last[:, 2:] * config.period,
+                            -JOINT_LIMIT, JOINT_LIMIT)
+            rep = await streamer.ramp_to(np.zeros_like(start), start=start,
+                                         speed=RAMP_DUTY * OMEGA_MAX,
+                                         settle_timeout=SETTLE_TIMEOUT, phase="wind-down")
+            ramps["wind-down"] = rep.to_dict()
+            event(clock.now(), "ramp_done", ramps["wind-down"])
+        else:
+            # the last SYNC's replies are on their way: give them one period
+            await clock.sleep_until(clock.now() + config.period)
         raise _TrialEnded
 
     def mocap_sink(t: float, s: MocapSample | None) -> None:
@@ -231,7 +302,8 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
 
     def snapshot() -> dict:
         st = streamer.stats
-        snap = {"t": clock.now(), "periods": st.periods, "late": st.late, "missed": st.missed,
+        snap = {"t": clock.now(), "phase": phase[0], "periods": st.periods, "late": st.late,
+                "missed": st.missed,
                 "nodes_ok": sup.nodes_ok(), "nodes": len(nodes), "link6": last_link6[0]}
         if model is not None:
             snap["model_lag"] = model.lag if model.alive else None
@@ -306,6 +378,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         telemetry.publish("event", {"t": t_start, "kind": "trial_start", "gait": gait.name})
     try:
         try:
+            enter("bring-up", nodes=nodes, timeout=config.startup_timeout)
             await sup.bring_up(config.startup_timeout, on_frame=log_rx)
             # A full pass of the garbage collector over everything imported so far
             # takes ~14 ms on the 2-core machine, enough to make a period late:
@@ -335,8 +408,14 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
     except asyncio.CancelledError:
         reason = "interrupted"
         raise
+    except NodesMissingError:
+        reason = "nodes_missing"
+        raise
     finally:
         gc.unfreeze()
+        if phase[0] != "wind-down" or reason != "completed":
+            enter("wind-down", end="safe state" if reason != "completed" else config.end,
+                  after=phase[0])
         if sup.started_at is not None:
             sup.safe_stop(reason)
             try:
@@ -361,6 +440,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                 result.paths = Paths(np.array(mocap_t), np.array(mocap_p).reshape(-1, 3),
                                      np.array(model_t), np.array(model_p).reshape(-1, 3))
         result.t_gait0, result.t_gait_end = t_gait0, t_gait_end
+        result.ramps, result.phase = ramps, phase[0]
         if on_end is not None:
             on_end(result)
     return result

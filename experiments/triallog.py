@@ -10,12 +10,14 @@ joint protocol's DBC is attached.
 Channels:
 
 =================  ============================================================
-/references        one record per streamed period: k, t_gait, deadline, sent,
+/references        one record per streamed period: k, phase (ramp, gait,
+                   wind-down), t_gait (null outside the gait), deadline, sent,
                    sync counter, nodes, alpha_h, alpha_v, omega_h, omega_v (rad)
 /can/tx, /can/rx   raw frames: id, data (hex), plus rx-side decode errors
 /joint_state       decoded STATE frames
 /emcy              decoded EMCY frames
-/events            supervisor and trial events (start, faults, safe stop, end)
+/events            supervisor and trial events (start, phases, ramps, faults,
+                   safe stop, end)
 /mocap             link-6 samples: frame, position (m) or occluded, latency,
                    stale, receive time
 /model             the parallel model at 20 Hz: t, link 6 (x, y, z), every
@@ -32,6 +34,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +45,8 @@ from mcap.writer import CompressionType, Writer
 
 from aiko.model.errors import AikoError
 
-__all__ = ["TrialLog", "TrialData", "read_trial", "TrialLogError", "CHANNELS"]
+__all__ = ["TrialLog", "TrialData", "read_trial", "TrialLogError", "CHANNELS",
+           "check_log_path", "free_log_path"]
 
 _NUM = {"type": "number"}
 _INT = {"type": "integer"}
@@ -51,7 +55,7 @@ _NUMS = {"type": "array", "items": _NUM}
 
 CHANNELS: dict[str, dict] = {
     "/references": {"title": "aiko.References", "properties": {
-        "k": _INT, "t_gait": _NUM, "deadline": _NUM, "sent": _NUM, "counter": _INT,
+        "k": _INT, "phase": _STR, "t_gait": {"type": ["number", "null"]}, "deadline": _NUM, "sent": _NUM, "counter": _INT,
         "nodes": {"type": "array", "items": _INT}, "alpha_h": _NUMS, "alpha_v": _NUMS,
         "omega_h": _NUMS, "omega_v": _NUMS}},
     "/can/tx": {"title": "aiko.CanFrame", "properties": {"id": _INT, "data": _STR}},
@@ -80,6 +84,39 @@ class TrialLogError(AikoError):
     def __init__(self, path: str, reason: str) -> None:
         self.path = path
         super().__init__(f"trial log {path}: {reason}")
+
+
+def check_log_path(path: str | Path) -> Path:
+    """TrialLogError unless a new trial log can be created at ``path``: its
+    folder exists and takes a new file, and no file is there already (a trial
+    is never overwritten). Creates nothing that stays."""
+    path = Path(path)
+    if path.exists() and path.is_file():
+        raise TrialLogError(str(path), "exists already (a trial log is never overwritten)")
+    if path.exists() and path.is_dir():
+        raise TrialLogError(str(path), "is a folder")
+    parent = path.parent
+    if not parent.is_dir():
+        raise TrialLogError(str(path), f"no such folder {parent}")
+    if not path.exists():  # a device such as /dev/null is written as it is
+        try:
+            with tempfile.TemporaryFile(dir=parent):
+                pass
+        except OSError as exc:
+            raise TrialLogError(str(path), f"cannot create files in {parent} "
+                                           f"({exc.strerror})") from exc
+    return path
+
+
+def free_log_path(stem: str, folder: str | Path = ".") -> Path:
+    """``stem.mcap`` in ``folder``, or ``stem-2.mcap``, ... if taken."""
+    folder = Path(folder)
+    path = folder / f"{stem}.mcap"
+    i = 1
+    while path.exists():
+        i += 1
+        path = folder / f"{stem}-{i}.mcap"
+    return path
 
 
 class TrialLog:
@@ -164,9 +201,11 @@ class TrialData:
                          np.nan if d["z"] is None else d["z"]] for _, d in rec]).reshape(-1, 3)
         return t, pos
 
-    def references(self) -> tuple[np.ndarray, np.ndarray]:
-        """(t_sent (k,), refs (k, nodes, 4)) of the streamed periods."""
-        rec = self.records.get("/references", [])
+    def references(self, phase: str | None = "gait") -> tuple[np.ndarray, np.ndarray]:
+        """(t_sent (k,), refs (k, nodes, 4)) of the streamed periods of one
+        phase (``gait``, ``ramp``, ``wind-down``; None: all)."""
+        rec = [r for r in self.records.get("/references", [])
+               if phase is None or r[1].get("phase", "gait") == phase]
         t = np.array([d["sent"] for _, d in rec])
         refs = np.array([np.column_stack([d["alpha_h"], d["alpha_v"], d["omega_h"], d["omega_v"]])
                          for _, d in rec])
