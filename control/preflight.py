@@ -27,7 +27,7 @@ from aiko.firmware_interface.emulator import JointModelParams
 from aiko.model.errors import AikoError
 
 from .gait import JOINT_LIMIT, Gait, references
-from .ramp import PEAK_SPEED_FACTOR, RAMP_DUTY, RAMP_TOLERANCE, ramp_duration
+from .ramp import RAMP_DUTY, RAMP_TOLERANCE, ramp_duration
 
 __all__ = ["MotorCheck", "Preflight", "PreflightRefused", "preflight", "required_speed",
            "OMEGA_MAX", "UNBOUNDED_SPAN", "format_table"]
