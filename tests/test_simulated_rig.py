@@ -74,19 +74,27 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
     # REF to every node, then one SYNC, every 100 ms on the trial clock
     tx = [(t, decode(r["id"], bytes.fromhex(r["data"]))) for t, r in data.records["/can/tx"]]
     syncs = [t for t, f in tx if isinstance(f, Sync)]
-    assert len(syncs) == 51
+    n_ramp = len(data.references("ramp")[0])
+    assert len(data.references("gait")[0]) == 51 and n_ramp <= 3
+    assert len(syncs) == 1 + n_ramp + 51  # one SYNC alone reads the angles first
     assert np.allclose(np.diff(syncs), 0.1, atol=0.02)
-    group = []
+    group, groups = [], []
     for _, f in tx:
         if isinstance(f, Ref):
             group.append(f.node)
         elif isinstance(f, Sync):
-            assert group == list(range(1, NODES + 1))
+            groups.append(group)
             group = []
+    assert groups[0] == [] and all(g == list(range(1, NODES + 1)) for g in groups[1:])
+    # the parallel model starts at the gait's t = 0, after the ramp
+    (_, started), = data.events("model_started")
+    t_gait0 = data.references("gait")[0][0]
+    assert started["data"]["t0"] == pytest.approx(t_gait0, abs=1e-9)
+    assert "STATE of 10/10 nodes" in started["data"]["start"]
     # motion capture at 20 Hz with increasing frame numbers, not stale
     mocap = [d for _, d in data.records["/mocap"]]
     t_mocap = data.times("/mocap")
-    assert 95 <= len(mocap) <= 106
+    assert abs(len(mocap) - 2 * len(syncs)) <= 6  # from the ramp to the end
     assert np.allclose(np.diff(t_mocap), 0.05, atol=0.02)
     frames = [d["frame"] for d in mocap]
     assert all(b > a for a, b in zip(frames, frames[1:], strict=False))
@@ -181,7 +189,7 @@ def test_killing_the_parallel_model_leaves_the_trial_running(tmp_path):
     data = read_trial(out)
     (_, stopped), = data.events("model_stopped")
     assert "SIGKILL" in stopped["data"]["reason"]
-    assert len(data.records["/references"]) == 41      # the trial ran to its end
+    assert len(data.references("gait")[0]) == 41      # the trial ran to its end
     assert not any(alive(p) for p in pids.values())
 
 
