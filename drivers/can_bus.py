@@ -16,6 +16,14 @@
   evidence.
 * ``send`` never blocks the loop for long: it uses a send timeout of
   ``send_timeout`` (a few ms) and counts a failed send as ``tx_errors``.
+  Interfaces that write through pyserial (slcan, serial, robotell,
+  seeedstudio) are the exception to passing that timeout down: pyserial's
+  ``write`` raises its write timeout whenever the call took longer than the
+  timeout, even after every byte was written, so a writer descheduled for a
+  few ms on a loaded machine was told a sent frame had failed (and the log
+  missed a frame that was on the bus). For those the driver waits up to
+  ``send_timeout`` for the adapter's descriptor to take data and then writes
+  without a timeout; a frame is counted failed only when it was not written.
 * Every transmitted frame is handed to ``on_tx`` (the log), since most interfaces
   do not echo own frames.
 * A bus with a file descriptor (socketcan, slcan) is read inside the loop by the
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,6 +115,17 @@ class _Bridge(can.Listener):
         log.error("CAN receive failed: %s", exc)
 
 
+_PYSERIAL_MODULES = ("can.interfaces.slcan", "can.interfaces.serial.serial_can",
+                     "can.interfaces.robotell", "can.interfaces.seeedstudio.seeedstudio")
+
+
+def _fileno(bus: can.BusABC) -> int:
+    try:
+        return bus.fileno()
+    except (NotImplementedError, AttributeError, OSError, ValueError):
+        return -1
+
+
 class CanDriver:
     """An asyncio face of one python-can bus (see the module docstring)."""
 
@@ -123,6 +143,8 @@ class CanDriver:
         self._notifier: can.Notifier | None = None
         self._fd: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # pyserial-based: wait for the descriptor ourselves, write untimed
+        self._write_fd = (_fileno(bus) if type(bus).__module__ in _PYSERIAL_MODULES else -1)
 
     @classmethod
     def open(cls, interface: str, channel: str, clock, bitrate: int | None = None,
@@ -143,10 +165,7 @@ class CanDriver:
     async def __aenter__(self) -> "CanDriver":
         loop = asyncio.get_running_loop()
         bridge = _Bridge(self, loop)
-        try:
-            fd = self.bus.fileno()
-        except NotImplementedError:
-            fd = -1
+        fd = _fileno(self.bus)
         if fd >= 0:
             self._fd, self._loop = fd, loop
             loop.add_reader(fd, self._readable, bridge)
@@ -189,9 +208,16 @@ class CanDriver:
         ``timeout`` overrides the driver's short send timeout (safety frames)."""
         msg = can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False)
         t = self.clock.now()
+        wait = self.send_timeout if timeout is None else timeout
         try:
-            self.bus.send(msg, timeout=self.send_timeout if timeout is None else timeout)
-        except (can.CanError, OSError) as exc:
+            if self._write_fd >= 0:
+                if not select.select([], [self._write_fd], [], wait)[1]:
+                    raise can.CanOperationError(f"the adapter took no data within "
+                                                f"{1e3 * wait:g} ms")
+                self.bus.send(msg, timeout=None)
+            else:
+                self.bus.send(msg, timeout=wait)
+        except (can.CanError, OSError, ValueError) as exc:
             self.counters.tx_errors += 1
             log.warning("CAN send 0x%03X failed: %s", arbitration_id, exc)
             return False
