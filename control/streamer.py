@@ -172,15 +172,15 @@ class ReferenceStreamer:
 
     def _sync(self, sent: float, ok: bool = True) -> int:
         counter = self.counter
-        ok &= self.can_io.send(*encode(Sync(counter)))
-        if not ok:
-            self.stats.send_failures += 1
-        self._pending[counter] = (sent, set(self.nodes))
-        self._replies[counter] = {}
         old = (counter - 8) % 256  # replies older than 8 periods: lost
         self._pending.pop(old, None)
         self._replies.pop(old, None)
+        self._pending[counter] = (sent, set(self.nodes))  # before a reply can come
+        self._replies[counter] = {}
         self.counter = (counter + 1) % 256
+        ok &= self.can_io.send(*encode(Sync(counter)))
+        if not ok:
+            self.stats.send_failures += 1
         self.stats.periods += 1
         return counter
 

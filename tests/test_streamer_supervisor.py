@@ -182,3 +182,85 @@ def test_safe_stop_sends_pre_operational_to_all():
     sup.safe_stop("test")
     assert can.sent[-1][1] == Nmt(NmtCommand.ENTER_PRE_OPERATIONAL, 0)
     assert events[-1] == "safe_stop"
+
+
+class ModulesOnTheBus:
+    """Emulated joint modules behind a fake bus in virtual time: every frame
+    sent reaches them at once, their STATE replies go to ``on_state``."""
+
+    def __init__(self, clock, modules, on_state=None):
+        self.clock = clock
+        self.modules = modules
+        self.on_state = on_state
+        self.sent = []
+        for m in modules:
+            m.power_up(0.0)
+            m.receive(0.0, *encode(Nmt(NmtCommand.START, 0)))
+
+    def send(self, ident, data, timeout=None):
+        t = self.clock.now()
+        self.sent.append((t, decode(ident, data)))
+        for m in self.modules:
+            for out in m.receive(t, ident, data):
+                if isinstance(out.frame, JointState) and self.on_state is not None:
+                    self.on_state(out.at, out.frame)
+        return True
+
+
+def ramp_rig(modules, gait=PRESETS["lateral-undulation"]):
+    clock = VirtualClock()
+    bus = ModulesOnTheBus(clock, modules)
+    s = ReferenceStreamer(bus, gait, [m.node for m in modules], clock)
+    bus.on_state = s.on_state
+    return clock, bus, s
+
+
+def test_ramp_reads_the_angles_then_reaches_the_curved_start_unsaturated():
+    from aiko.control.ramp import RAMP_TOLERANCE
+    from aiko.firmware_interface.emulator import JointModule
+
+    modules = [JointModule(i) for i in (1, 2, 3)]
+    modules[1].set_angles(0.2, -0.1)          # not straight: the ramp starts from here
+    clock, bus, s = ramp_rig(modules)
+    goal = s.refs_at(0.0)[:, :2]
+    rep = asyncio.run(s.ramp_to(goal, speed=0.75))
+    np.testing.assert_allclose(rep.start[1], [0.2, -0.1], atol=1e-4)
+    # joint 2 H: 0.2 rad to -30.6 deg, 0.73 rad at 15/8 x mean speed <= 0.75 rad/s
+    assert rep.duration == pytest.approx(1.9) and rep.max_error <= RAMP_TOLERANCE
+    for m, g in zip(modules, goal, strict=True):
+        assert np.abs(np.array(m.motor_angles) - g).max() <= RAMP_TOLERANCE
+    frames = [f for _, f in bus.sent]
+    assert isinstance(frames[0], Sync)          # the angles are read without a REF
+    syncs = [t for t, f in bus.sent if isinstance(f, Sync)]
+    assert np.allclose(np.diff(syncs), 0.1)     # one 10 Hz schedule through the phases
+    # the gait follows on the next deadline, its t = 0 there
+    asyncio.run(s.run(0.3))
+    gait_syncs = [t for t, f in bus.sent if isinstance(f, Sync)]
+    assert np.allclose(np.diff(gait_syncs), 0.1) and len(gait_syncs) == len(syncs) + 4
+
+
+def test_ramp_names_the_joint_that_does_not_get_there():
+    from aiko.firmware_interface.emulator import FaultConfig, JointModule
+
+    weak = FaultConfig(saturate_from=0.0, saturate_motor=0)   # a tenth of its torque
+    modules = [JointModule(1), JointModule(2, faults=weak), JointModule(3)]
+    clock, bus, s = ramp_rig(modules)
+    with pytest.raises(TrialFault, match=r"joint 2 H did not reach the start posture") as err:
+        asyncio.run(s.ramp_to(s.refs_at(0.0)[:, :2], speed=0.75, settle_timeout=0.3))
+    assert err.value.kind == "ramp_incomplete" and err.value.node == 2
+
+
+def test_ramp_faults_a_silent_node_and_a_ramp_too_fast():
+    from aiko.firmware_interface.emulator import FaultConfig, JointModule
+
+    modules = [JointModule(1), JointModule(2, faults=FaultConfig(silent_from=0.0))]
+    clock, bus, s = ramp_rig(modules)
+    with pytest.raises(TrialFault, match="joint node 2 did not answer SYNC with STATE "
+                                         "within 0.5 s") as err:
+        asyncio.run(s.ramp_to(np.zeros((2, 2)), speed=0.75, read_timeout=0.5))
+    assert err.value.kind == "no_state"
+    clock, bus, s = ramp_rig([JointModule(1), JointModule(3)])
+    with pytest.raises(TrialFault, match=r"a 0.1 s ramp would need \d+ deg/s") as err:
+        asyncio.run(s.ramp_to(s.refs_at(0.0)[:, :2], duration=0.1, speed=0.75, max_speed=3.0))
+    assert err.value.kind == "ramp_too_fast"
+    assert not any(isinstance(f, Ref) for _, f in bus.sent)  # refused before any REF
