@@ -78,7 +78,8 @@ class ModelLink:
     def start(self, t0: float, q0: np.ndarray, source: str) -> None:
         self.started = True
         self._send({"start": {"t": t0, "q": np.asarray(q0).tolist()}})
-        self.on_event("model_started", {"t0": t0, "start": source})
+        self.on_event("model_started", {"t0": t0, "start": source,
+                                        "q0": np.asarray(q0, dtype=float).tolist()})
 
     def send_refs(self, t: float, refs: np.ndarray) -> None:
         self._send({"ref": {"t": t, "refs": np.asarray(refs).tolist()}})

@@ -437,8 +437,10 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         if model is not None:
             result.model = model.summary()
             if model_t:
-                result.paths = Paths(np.array(mocap_t), np.array(mocap_p).reshape(-1, 3),
-                                     np.array(model_t), np.array(model_p).reshape(-1, 3))
+                te, pe = np.array(mocap_t), np.array(mocap_p).reshape(-1, 3)
+                keep = te >= (t_gait0 if t_gait0 is not None else -np.inf)  # not the ramp
+                result.paths = Paths(te[keep], pe[keep], np.array(model_t),
+                                     np.array(model_p).reshape(-1, 3))
         result.t_gait0, result.t_gait_end = t_gait0, t_gait_end
         result.ramps, result.phase = ramps, phase[0]
         if on_end is not None:

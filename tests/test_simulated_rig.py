@@ -18,12 +18,8 @@ from aiko.experiments.compare import METRIC_KEYS
 from aiko.experiments.triallog import read_trial
 from aiko.firmware_interface.codec import Ref, Sync, decode
 
+
 NODES = 10
-
-
-def aiko_run(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", *args],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def alive(pid: int) -> bool:
@@ -41,20 +37,6 @@ def alive(pid: int) -> bool:
 
 def child_pids(data) -> dict:
     return {d["data"]["name"]: d["data"]["pid"] for _, d in data.events("process_started")}
-
-
-@pytest.fixture(scope="module")
-def realistic_trial(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rig") / "trial.mcap"
-    run = aiko_run("sidewinding", "--duration", "5", "--out", str(out))
-    return run, out
-
-
-@pytest.fixture(scope="module")
-def ideal_trial(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rig") / "ideal.mcap"
-    run = aiko_run("sidewinding", "--plant", "ideal", "--duration", "5", "--out", str(out))
-    return run, out
 
 
 def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_trial):
