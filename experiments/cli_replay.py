@@ -39,7 +39,7 @@ def parse_delay(value: str) -> float | str:
     try:
         v = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--delay: expected seconds or 'auto', got {value!r}")
+        raise argparse.ArgumentTypeError(f"--delay: expected seconds or 'auto', got {value!r}") from None
     if not math.isfinite(v) or abs(v) > 5:
         raise argparse.ArgumentTypeError(f"--delay: {value} s is not a plausible delay")
     return v
