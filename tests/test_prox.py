@@ -64,7 +64,10 @@ def test_prox_ellipse_outside_lands_on_boundary_along_normal(zx, zy, a, b):
     nrm = np.array([p[0] / a**2, p[1] / b**2])
     d = z - p
     cross = d[0] * nrm[1] - d[1] * nrm[0]
-    assert abs(cross) <= 1e-7 * np.linalg.norm(d) * np.linalg.norm(nrm) + 1e-12
+    # p is exact to a few ulps of z's size: that floor (an absolute error of
+    # d's components) bounds the cross product too when d is tiny
+    floor = 4 * np.finfo(float).eps * np.linalg.norm(z) * np.linalg.norm(nrm)
+    assert abs(cross) <= 1e-7 * np.linalg.norm(d) * np.linalg.norm(nrm) + floor + 1e-12
     assert d @ nrm >= -1e-12
 
 

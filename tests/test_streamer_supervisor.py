@@ -264,3 +264,30 @@ def test_ramp_faults_a_silent_node_and_a_ramp_too_fast():
         asyncio.run(s.ramp_to(s.refs_at(0.0)[:, :2], duration=0.1, speed=0.75, max_speed=3.0))
     assert err.value.kind == "ramp_too_fast"
     assert not any(isinstance(f, Ref) for _, f in bus.sent)  # refused before any REF
+
+
+def test_a_stalled_watch_does_not_judge_until_it_has_listened_again():
+    """The PC was not running for 0.35 s (heartbeats unread): the round that
+    wakes late does not call the nodes lost; a node silent for good is found
+    one period later."""
+    clock, can, sup, events = started()
+    for n in (1, 2):
+        sup.on_frame(clock.now(), Heartbeat(n, NodeState.OPERATIONAL))
+
+    async def run():
+        task = asyncio.ensure_future(sup.watch())
+        await asyncio.sleep(0)
+        clock.advance(0.35)                     # the stall
+        await asyncio.sleep(0)
+        assert sup.fault is None                # not judged on unread evidence
+        sup.on_frame(clock.now(), Heartbeat(1, NodeState.OPERATIONAL))  # node 1 was there
+        with pytest.raises(TrialFault) as err:
+            await task
+        return err.value
+
+    t0 = clock.now()
+    fault = asyncio.run(run())
+    assert fault.kind == "lost_node" and fault.node == 2
+    # the first wake-up is due at t0 + 0.02 and comes 0.35 s late; the fault one
+    # period after that
+    assert clock.now() == pytest.approx(t0 + 0.02 + 0.35 + 0.02)
