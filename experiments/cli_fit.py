@@ -28,6 +28,10 @@ def add_parser(sub) -> None:
                         "backlash 0:10 deg, delay -0.3:0.3 s)")
     f.add_argument("--servo", choices=("module", "ideal"), default=None,
                    help="with backlash: the modules' servo or ideal motors (default ideal)")
+    f.add_argument("--u-tol", type=positive("u-tol"), default=None, metavar="M_S",
+                   help="solver tolerance of the replays, m/s (default 1e-8)")
+    f.add_argument("--max-iter", type=positive("max-iter"), default=None, metavar="N",
+                   help="solver sweeps per step at most (default 500)")
     f.add_argument("--method", choices=("nelder-mead", "de"), default="nelder-mead",
                    help="Nelder-Mead (default) or differential evolution (evaluations in "
                         "parallel)")
@@ -56,7 +60,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     inputs = [load_replay(p) for p in args.trials]
     progress = Progress(args.budget, sys.stderr.isatty())
     with open_executor(args.scheduler, int(args.workers) if args.workers else None) as ex:
-        res = fit_trials(inputs, names, bounds=bounds, servo=args.servo, method=args.method,
+        res = fit_trials(inputs, names, bounds=bounds, servo=args.servo, u_tol=args.u_tol,
+                         max_iter=None if args.max_iter is None else int(args.max_iter),
+                         method=args.method,
                          budget=int(args.budget), executor=ex,
                          progress=lambda n, best: progress(n))
     progress.close()
@@ -69,10 +75,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
           f"simulations, {res.wall_s:.1f} s ({res.method}: {res.message})")
     doc = res.to_dict()
     (args.out / "fit.json").write_text(json.dumps(doc, indent=2) + "\n")
-    physics = {"mu_x": res.fitted.get("mu_x", res.fitted.get("mu")),
-               "mu_y": res.fitted.get("mu_y", res.fitted.get("mu")),
-               "backlash": None if "backlash" not in res.fitted else
-               __import__("math").radians(res.fitted["backlash"]), "servo": args.servo}
+    physics = res.physics()
     for inp, m in zip(inputs, res.per_trial, strict=True):
         if "rms_error_m" not in m:
             print(f"{inp.path}: no comparison with the fitted values ({m.get('error')})")

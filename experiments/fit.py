@@ -41,8 +41,18 @@ class FitError(AikoError):
     pass
 
 
+def check_names(names: list[str]) -> None:
+    unknown = [n for n in names if n not in FIT_BOUNDS]
+    if unknown or not names:
+        raise FitError(f"--params: unknown {', '.join(unknown) or '(none)'}; choose from "
+                       f"{', '.join(FIT_BOUNDS)}")
+    if "mu" in names and ("mu_x" in names or "mu_y" in names):
+        raise FitError("--params: fit mu, or mu_x and mu_y, not both")
+
+
 def parse_bounds(spec: str | None, names: list[str]) -> dict[str, tuple[float, float]]:
     """``"mu=0.05:0.6,backlash=0:8"`` over the defaults; FitError for bad input."""
+    check_names(names)
     out = {n: FIT_BOUNDS[n] for n in names}
     if not spec:
         return out
@@ -63,12 +73,12 @@ def parse_bounds(spec: str | None, names: list[str]) -> dict[str, tuple[float, f
     return out
 
 
-def _physics(values: dict, servo: str | None) -> dict:
+def _physics(values: dict, options: dict) -> dict:
+    """simulate_replay's keywords for these values (and fixed options)."""
     mu = values.get("mu")
     backlash = values.get("backlash")
-    return {"mu_x": values.get("mu_x", mu), "mu_y": values.get("mu_y", mu),
-            "backlash": None if backlash is None else math.radians(backlash),
-            "servo": servo}
+    return {**options, "mu_x": values.get("mu_x", mu), "mu_y": values.get("mu_y", mu),
+            "backlash": None if backlash is None else math.radians(backlash)}
 
 
 def _simulate(args) -> Paths | str:
@@ -105,6 +115,11 @@ class FitResult:
     message: str
     history: list = field(default_factory=list)   # (values dict, error) per evaluation
     per_trial: list = field(default_factory=list)  # metrics with the fitted values
+    options: dict = field(default_factory=dict)   # the fixed replay settings
+
+    def physics(self) -> dict:
+        """The fitted values as simulate_replay's keywords (with the options)."""
+        return _physics(self.fitted, self.options)
 
     def to_dict(self) -> dict:
         return {"names": self.names, "bounds": self.bounds, "start": self.start,
@@ -118,13 +133,13 @@ class _Objective:
     """Mean RMS error over the trials for unit-box coordinates; caches the
     replays by their physical parameters (a delay needs no new simulation)."""
 
-    def __init__(self, inputs, names, bounds, fixed, servo, executor):
+    def __init__(self, inputs, names, bounds, fixed, options, executor):
         self.inputs = inputs
         self.names = names
         self.lo = np.array([bounds[n][0] for n in names])
         self.hi = np.array([bounds[n][1] for n in names])
         self.fixed = fixed
-        self.servo = servo
+        self.options = options
         self.executor = executor
         self.cache: dict = {}
         self.simulations = 0
@@ -147,7 +162,7 @@ class _Objective:
         for values in batch:
             key = self._key(values)
             if key not in self.cache and key not in [k for k, _ in todo]:
-                todo.append((key, _physics(values, self.servo)))
+                todo.append((key, _physics(values, self.options)))
         if todo:
             jobs = [(inp, phys) for _, phys in todo for inp in self.inputs]
             mapper = self.executor.map if self.executor is not None else map
@@ -176,19 +191,16 @@ class _Objective:
 
 
 def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, start=None,
-               servo: str | None = None, method: str = "nelder-mead", budget: int = 60,
+               servo: str | None = None, u_tol: float | None = None,
+               max_iter: int | None = None, method: str = "nelder-mead", budget: int = 60,
                executor=None, progress=None) -> FitResult:
     """Fit ``names`` (see the module docstring) to the trials ``inputs``.
     ``start``: initial values (default: the trials' own, backlash 2 deg,
-    delay 0); ``budget``: evaluations at most; ``progress(evaluations, best)``."""
+    delay 0); ``servo``, ``u_tol``, ``max_iter``: fixed replay settings;
+    ``budget``: evaluations at most; ``progress(evaluations, best)``."""
     if not inputs:
         raise FitError("no trials to fit")
-    unknown = [n for n in names if n not in FIT_BOUNDS]
-    if unknown or not names:
-        raise FitError(f"--params: unknown {', '.join(unknown) or '(none)'}; choose from "
-                       f"{', '.join(FIT_BOUNDS)}")
-    if "mu" in names and ("mu_x" in names or "mu_y" in names):
-        raise FitError("--params: fit mu, or mu_x and mu_y, not both")
+    check_names(names)
     bounds = {n: FIT_BOUNDS[n] for n in names} if bounds is None else bounds
     p0 = inputs[0].params
     default = {"mu": 0.5 * (p0.mu_x + p0.mu_y), "mu_x": p0.mu_x, "mu_y": p0.mu_y,
@@ -197,7 +209,8 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
     for n, v in start.items():
         lo, hi = bounds[n]
         start[n] = min(max(v, lo), hi)
-    obj = _Objective(inputs, names, bounds, {}, servo, executor)
+    options = {"servo": servo, "u_tol": u_tol, "max_iter": max_iter}
+    obj = _Objective(inputs, names, bounds, {}, options, executor)
     w0 = time.perf_counter()
     e0 = obj(obj.unit(start))
     best = [e0]
@@ -220,7 +233,7 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
         res = optimize.minimize(obj, z0, method="Nelder-Mead", bounds=[(0.0, 1.0)] * d,
                                 callback=track,
                                 options={"initial_simplex": np.array(simplex),
-                                         "maxfev": budget, "xatol": 2e-3, "fatol": 1e-5})
+                                         "maxfev": budget, "xatol": 1e-2, "fatol": 1e-5})
         z_best, message = res.x, str(res.message)
     elif method == "de":
         popsize = max(4, int(math.ceil(8 / d)))
@@ -247,4 +260,4 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
         per_trial.append({"trial": str(inp.path), **m})
     return FitResult(list(names), bounds, start, fitted, e0, e1, obj.simulations,
                      len(obj.history), time.perf_counter() - w0, method, message,
-                     obj.history, per_trial)
+                     obj.history, per_trial, options)

@@ -46,7 +46,8 @@ class ReplayResult:
 
 
 def simulate_replay(inp: ReplayInput, *, mu_x=None, mu_y=None, backlash=None, servo=None,
-                    dt=None, u_tol=None, delay: float = 0.0) -> tuple[Paths, dict, str]:
+                    dt=None, u_tol=None, max_iter=None,
+                    delay: float = 0.0) -> tuple[Paths, dict, str]:
     """The replay of one loaded trial with these parameters (None: the
     trial's): (paths, solver statistics, kind)."""
     params = inp.params
@@ -58,6 +59,8 @@ def simulate_replay(inp: ReplayInput, *, mu_x=None, mu_y=None, backlash=None, se
         solver = replace(solver, dt=dt)
     if u_tol is not None:
         solver = replace(solver, u_tol=u_tol)
+    if max_iter is not None:
+        solver = replace(solver, max_iter=int(max_iter))
     if (backlash or 0.0) > 0 or servo == "module":
         paths, stats = replay_plant(inp, params, solver, backlash=backlash or 0.0,
                                     servo=servo or "ideal", delay=delay)
