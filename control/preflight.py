@@ -27,7 +27,7 @@ from aiko.firmware_interface.emulator import JointModelParams
 from aiko.model.errors import AikoError
 
 from .gait import JOINT_LIMIT, Gait, references
-from .ramp import RAMP_DUTY, RAMP_TOLERANCE, ramp_duration
+from .ramp import RAMP_DUTY, RAMP_SKIP, ramp_duration
 
 __all__ = ["MotorCheck", "Preflight", "PreflightRefused", "preflight", "required_speed",
            "OMEGA_MAX", "UNBOUNDED_SPAN", "format_table"]
@@ -169,7 +169,7 @@ def preflight(gait: Gait, n_joints: int, duration: float | None, period: float =
                 value_clamped=None if first is None else float(raw[first, j, k]),
                 peak_rate=float(need[i_rate, j, k]), t_peak_rate=float(t[i_rate])))
     straight = np.zeros((n_joints, 2))
-    ramp = ramp_duration(straight, sent[0, :, :2], RAMP_DUTY * omega_max, period, RAMP_TOLERANCE)
+    ramp = ramp_duration(straight, sent[0, :, :2], RAMP_DUTY * omega_max, period, RAMP_SKIP)
     return Preflight(gait.name, span, period, limit, omega_max, tuple(motors), ramp)
 
 

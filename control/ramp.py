@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-__all__ = ["RAMP_DUTY", "RAMP_TOLERANCE", "PEAK_SPEED_FACTOR", "profile", "ramp_duration",
+__all__ = ["RAMP_DUTY", "RAMP_TOLERANCE", "RAMP_SKIP", "PEAK_SPEED_FACTOR", "profile", "ramp_duration",
            "ramp_references", "ramp_peak_speed"]
 
 RAMP_DUTY = 0.25
@@ -27,6 +27,12 @@ RAMP_DUTY = 0.25
 
 RAMP_TOLERANCE = math.radians(1.0)
 """A joint has reached a ramp's goal when its STATE angle is within this, rad."""
+
+RAMP_SKIP = math.radians(3.0)
+"""No ramp to a gait's start when every joint is within this of it, rad: the
+first gait period takes them there, a step no larger than the soft start's
+(VIII-E) lets a joint make. Sidewinding, which starts straight but for joints
+already within 3 degrees, starts at once."""
 
 PEAK_SPEED_FACTOR = 15.0 / 8.0
 """Peak over mean speed of the minimum-jerk profile."""

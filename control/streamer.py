@@ -236,12 +236,14 @@ class ReferenceStreamer:
     async def ramp_to(self, goal: np.ndarray, *, start: np.ndarray | None = None,
                       duration: float | None = None, speed: float,
                       max_speed: float | None = None, tolerance: float = RAMP_TOLERANCE,
-                      settle_timeout: float = 1.0, phase: str = "ramp",
-                      read_timeout: float = 1.0) -> RampReport:
+                      skip: float | None = None, settle_timeout: float = 1.0,
+                      phase: str = "ramp", read_timeout: float = 1.0) -> RampReport:
         """Move every joint from ``start`` (default: read from STATE) to
         ``goal`` ((len(nodes), 2) rad) along the ramp profile, the fastest joint
         at ``speed`` rad/s (or in ``duration`` s), then hold ``goal`` until every
-        joint's STATE is within ``tolerance``. TrialFault ``ramp_too_fast`` if
+        joint's STATE is within ``tolerance``; no ramp at all (an empty report)
+        when every joint starts within ``skip`` (default ``tolerance``) of the
+        goal and no duration is given. TrialFault ``ramp_too_fast`` if
         the ramp would need more than ``max_speed``, ``ramp_incomplete`` naming
         the joints not there ``settle_timeout`` s after the ramp's end."""
         goal = np.clip(np.asarray(goal, dtype=float), -JOINT_LIMIT, JOINT_LIMIT)
@@ -249,7 +251,8 @@ class ReferenceStreamer:
             start = await self.read_angles(read_timeout)
         start = np.asarray(start, dtype=float)
         if duration is None:
-            duration = ramp_duration(start, goal, speed, self.period, tolerance)
+            duration = ramp_duration(start, goal, speed, self.period,
+                                     tolerance if skip is None else max(skip, tolerance))
         plan = ramp_references(start, goal, duration, self.period)
         peak = ramp_peak_speed(plan)
         if max_speed is not None and peak > max_speed:

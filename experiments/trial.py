@@ -10,7 +10,8 @@ flagged in /references:
   moves), then move all joints together to the gait's references at t = 0
   along the profile of :mod:`aiko.control.ramp`, the fastest joint at
   ``RAMP_DUTY`` of the motors' full-duty speed (or in ``ramp_time`` s), and
-  wait until every joint is within ``RAMP_TOLERANCE`` of them;
+  wait until every joint is within ``RAMP_TOLERANCE`` of them (no ramp when
+  every joint is within ``RAMP_SKIP`` already);
 * ``gait``: the gait's clock starts at the first period after the ramp;
 * ``wind-down``: with ``end="straight"`` the joints ramp back to 0 first;
   then the safe state (with ``end="hold"``, at once: the robot freezes where
@@ -51,7 +52,7 @@ import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT, Gait, references
 from aiko.control.preflight import OMEGA_MAX
-from aiko.control.ramp import RAMP_DUTY, RAMP_TOLERANCE
+from aiko.control.ramp import RAMP_DUTY, RAMP_SKIP, RAMP_TOLERANCE
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
 from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger, MocapSample
@@ -256,6 +257,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         goal = streamer.refs_at(0.0)[:, :2]
         rep = await streamer.ramp_to(goal, duration=config.ramp_time,
                                      speed=RAMP_DUTY * OMEGA_MAX, max_speed=OMEGA_MAX,
+                                     skip=RAMP_SKIP,
                                      settle_timeout=SETTLE_TIMEOUT, phase="ramp",
                                      read_timeout=config.startup_timeout)
         ramps["ramp"] = rep.to_dict()

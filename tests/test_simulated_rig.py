@@ -57,7 +57,7 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
     tx = [(t, decode(r["id"], bytes.fromhex(r["data"]))) for t, r in data.records["/can/tx"]]
     syncs = [t for t, f in tx if isinstance(f, Sync)]
     n_ramp = len(data.references("ramp")[0])
-    assert len(data.references("gait")[0]) == 51 and n_ramp <= 3
+    assert len(data.references("gait")[0]) == 51 and n_ramp == 0  # starts straight: no ramp
     assert len(syncs) == 1 + n_ramp + 51  # one SYNC alone reads the angles first
     assert np.allclose(np.diff(syncs), 0.1, atol=0.02)
     group, groups = [], []

@@ -110,9 +110,10 @@ def test_trial_in_process_on_the_virtual_bus(tmp_path):
         trial_with_emulator(tmp_path / "t.mcap", 2.0, nodes=3, mocap=True, malformed_every=25))
     assert result.reason == "completed" and result.fault is None
     st = result.stream
-    # one SYNC to read the angles, the ramp (joint 3 V starts at -1.7 deg), the gait
+    # one SYNC to read the angles, then the gait: no ramp (joint 3 V starts at
+    # -1.7 deg, within the soft start's 3 deg; the rest straight)
     ramp = [d for _, d in data.records["/references"] if d["phase"] == "ramp"]
-    assert len(ramp) == 2 and st.periods == 1 + 2 + 21 and st.missed == 0
+    assert len(ramp) == 0 and st.periods == 1 + 21 and st.missed == 0
     assert sorted(st.jitter)[len(st.jitter) // 2] < 0.005  # exact timing: virtual-time tests
     assert st.states_matched == st.periods * 3 and st.states_unmatched == 0
     frames, groups = periods_in_tx(data)
@@ -144,7 +145,7 @@ def test_trial_in_process_on_the_virtual_bus(tmp_path):
     # the reader's arrays
     t_sent, refs = data.references()
     assert refs.shape == (21, 3, 4) and np.allclose(t_sent, t[-21:])
-    assert data.references(None)[1].shape == (23, 3, 4)
+    assert data.references(None)[1].shape == (21, 3, 4)
     np.testing.assert_allclose(refs[5, :, :2], references(PRESETS["sidewinding"], 0.5, 3)[:, :2])
     tm, pos = data.mocap()
     assert pos.shape == (len(mocap), 3) and np.isnan(pos).any() and np.isfinite(pos).any()
