@@ -64,6 +64,9 @@ def add_parser(sub) -> None:
                         "from the data (default 0)")
     r.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
                    help="where the figures, JSON and summary go (default: here)")
+    r.add_argument("--tag", default=None, metavar="TEXT",
+                   help="name the outputs TRIAL-replay-TEXT.png/.json (to keep replays with "
+                        "other parameters apart)")
     r.set_defaults(func=cmd_replay)
 
 
@@ -86,7 +89,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     out = args.out
     if not out.is_dir():
         raise ArgError(f"aiko replay: --out {out}: no such folder")
-    results = replay_trials(args.trials, out=out, delay=args.delay, **opts)
+    if args.tag is not None and not args.tag.replace("-", "").replace("_", "").isalnum():
+        raise ArgError(f"aiko replay: --tag {args.tag!r}: letters, digits, - and _ only")
+    results = replay_trials(args.trials, out=out, delay=args.delay, tag=args.tag, **opts)
     for r in results:
         if r.error is not None:
             print(f"aiko replay: {r.error}", file=sys.stderr)
@@ -111,7 +116,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     ok = [r for r in results if r.error is None]
     if len(results) > 1 and ok:
         rows = summary_rows(ok)
-        csv = write_summary(out / "replay-summary.csv", rows)
+        csv = write_summary(out / ("replay-summary.csv" if args.tag is None
+                                   else f"replay-summary-{args.tag}.csv"), rows)
         keys = ("trial", "final_error_cm", "rms_error_cm", "distance_ratio",
                 "heading_difference_deg", "delay_ms")
         print("  ".join(f"{k:>22s}" if i else f"{k:<28s}" for i, k in enumerate(keys)))

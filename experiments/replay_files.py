@@ -70,9 +70,9 @@ def simulate_replay(inp: ReplayInput, *, mu_x=None, mu_y=None, backlash=None, se
 
 
 def replay_trial(path: str | Path, out: str | Path = ".", delay: float | str = 0.0,
-                 **params) -> ReplayResult:
-    """Replay one trial file and write ``TRIAL-replay.png`` and ``.json`` into
-    ``out``; ``delay`` in s or ``"auto"`` (estimated, then used)."""
+                 tag: str | None = None, **params) -> ReplayResult:
+    """Replay one trial file and write ``TRIAL-replay[-TAG].png`` and ``.json``
+    into ``out``; ``delay`` in s or ``"auto"`` (estimated, then used)."""
     path = Path(path)
     res = ReplayResult(path)
     w0 = time.perf_counter()
@@ -104,7 +104,7 @@ def replay_trial(path: str | Path, out: str | Path = ".", delay: float | str = 0
         except ComparisonError:
             res.against_logged = None
     out = Path(out)
-    stem = f"{path.stem}-replay"
+    stem = f"{path.stem}-replay" + (f"-{tag}" if tag else "")
     title = (f"{inp.gait}: experiment and {res.kind} replay, link 6 ({path.stem}"
              + (f", delay {1e3 * res.delay:.0f} ms" if res.delay else "") + ")")
     res.figure = out / f"{stem}.png"
@@ -133,18 +133,18 @@ def _jsonable(params: dict) -> dict:
 
 
 def replay_trials(paths, out: str | Path = ".", delay: float | str = 0.0, executor=None,
-                  **params) -> list[ReplayResult]:
+                  tag: str | None = None, **params) -> list[ReplayResult]:
     """Replay several trials (on ``executor``, or a local pool when there is
     more than one and none is given), in the order given."""
     paths = [Path(p) for p in paths]
     if len(paths) == 1 and executor is None:
-        return [replay_trial(paths[0], out, delay, **params)]
+        return [replay_trial(paths[0], out, delay, tag, **params)]
     if executor is None:
         from .executor import open_executor
 
         with open_executor(workers=min(len(paths), _cores())) as ex:
-            return replay_trials(paths, out, delay, executor=ex, **params)
-    futures = [executor.submit(replay_trial, p, out, delay, **params) for p in paths]
+            return replay_trials(paths, out, delay, executor=ex, tag=tag, **params)
+    futures = [executor.submit(replay_trial, p, out, delay, tag, **params) for p in paths]
     return [f.result() for f in futures]
 
 
