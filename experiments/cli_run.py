@@ -87,6 +87,10 @@ def add_parser(sub) -> None:
                    metavar="MS", help="motion-capture latency")
     g.add_argument("--plant-mu", type=nonneg("plant mu"), default=None, metavar="MU",
                    help="the simulated floor's friction, if it differs from the gait's")
+    g.add_argument("--plant-mu-x", type=nonneg("plant mu-x"), default=None, metavar="MU",
+                   help="the simulated floor's friction along the links")
+    g.add_argument("--plant-mu-y", type=nonneg("plant mu-y"), default=None, metavar="MU",
+                   help="the simulated floor's friction across the links")
     r.set_defaults(func=cmd_run)
 
 
@@ -119,8 +123,14 @@ def plant_from_args(args: argparse.Namespace):
     for flag in ("backlash_deg", "servo", "mocap_noise_mm", "mocap_latency_ms"):
         if getattr(args, flag) is not None:
             changes[flag] = getattr(args, flag)
+    if args.plant_mu is not None and (args.plant_mu_x is not None or args.plant_mu_y is not None):
+        raise ArgError("aiko run: give either --plant-mu or --plant-mu-x/--plant-mu-y, not both")
     if args.plant_mu is not None:
         changes["mu_x"] = changes["mu_y"] = args.plant_mu
+    if args.plant_mu_x is not None:
+        changes["mu_x"] = args.plant_mu_x
+    if args.plant_mu_y is not None:
+        changes["mu_y"] = args.plant_mu_y
     from dataclasses import replace
     return replace(base, **changes)
 

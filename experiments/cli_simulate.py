@@ -42,6 +42,8 @@ def add_parser(sub) -> None:
     s.add_argument("--rate", type=positive("rate"), default=20.0, metavar="HZ",
                    help="output sample rate, Hz (default 20)")
     s.add_argument("--out", type=Path, metavar="FILE.csv", help="write samples as CSV")
+    s.add_argument("--figure", type=Path, metavar="FILE.png",
+                   help="draw link 6's x(t), y(t) and path (the figure of trials and replays)")
     s.set_defaults(func=cmd_simulate)
 
 
@@ -79,6 +81,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             raise ArgError(f"aiko simulate: cannot write {args.out}: {exc.strerror}") from exc
         print(f"wrote {res.t.size} rows to {args.out}")
     link = min(LINK_OF_INTEREST, params.n)
+    if args.figure is not None:
+        from .compare import Paths, comparison_figure
+
+        fig = comparison_figure(Paths(np.zeros(0), np.zeros((0, 3)), res.t, res.link(link)),
+                                f"{gait.name} on the model ({params.n} links, mu_x {mu_x:g}, "
+                                f"mu_y {mu_y:g}), link {link}")
+        try:
+            fig.savefig(args.figure, dpi=110)
+        except OSError as exc:
+            raise ArgError(f"aiko simulate: cannot write {args.figure}: {exc.strerror}") from exc
+        print(f"figure: {args.figure}")
     p0, p1 = res.link(link)[0], res.link(link)[-1]
     d = p1 - p0
     st = res.stats

@@ -114,9 +114,11 @@ def compare_paths(paths: Paths) -> dict:
     }
 
 
-def comparison_figure(paths: Paths, title: str, metrics: dict | None = None):
+def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
+                      model_label: str = "model"):
     """A matplotlib Figure: x(t) and y(t) of link 6 on the left, the (x, y) path
-    on the right; experiment solid, model dashed; start and end marked."""
+    on the right; experiment solid, model dashed; start and end marked. With
+    no experiment samples (``aiko simulate``) only the model is drawn."""
     from matplotlib.figure import Figure
 
     te, pe = _clean(paths.t_experiment, paths.p_experiment)
@@ -129,16 +131,21 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None):
     ax_y = fig.add_subplot(grid[1, 0], sharex=ax_x)
     ax_p = fig.add_subplot(grid[:, 1])
     exp_style = {"color": "#1f4e9c", "lw": 1.8, "label": "experiment (motion capture)"}
-    mod_style = {"color": "#d1495b", "lw": 1.8, "ls": "--", "label": "model"}
+    mod_style = {"color": "#d1495b", "lw": 1.8, "ls": "--", "label": model_label}
+    if not te.size:
+        exp_style = {**exp_style, "label": None}
+        mod_style = {**mod_style, "ls": "-"}
     for ax, k, name in ((ax_x, 0, "x"), (ax_y, 1, "y")):
-        ax.plot(te - t_ref, pe[:, k], **exp_style)
+        if te.size:
+            ax.plot(te - t_ref, pe[:, k], **exp_style)
         ax.plot(tm - t_ref, pm[:, k], **mod_style)
         ax.set_ylabel(f"{name} [m]")
         ax.grid(True, alpha=0.3)
     ax_x.tick_params(labelbottom=False)
     ax_y.set_xlabel("t [s]")
     ax_x.set_title("link 6 position")
-    ax_p.plot(pe[:, 0], pe[:, 1], **exp_style)
+    if te.size:
+        ax_p.plot(pe[:, 0], pe[:, 1], **exp_style)
     ax_p.plot(pm[:, 0], pm[:, 1], **mod_style)
     for p, color in ((pe, exp_style["color"]), (pm, mod_style["color"])):
         if p.shape[0]:

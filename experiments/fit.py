@@ -10,7 +10,10 @@ then runs through the emulated modules' motors) and motion capture's
 simulation). scipy.optimize does the search, bounded and derivative-free, in
 coordinates scaled to the unit box: Nelder-Mead (default; the trials of one
 evaluation run in parallel on the executor) or differential evolution (many
-evaluations in parallel on the executor).
+evaluations in parallel on the executor). The delay is not a coordinate of
+that search: every evaluation takes the best delay for its replays (a bounded
+scalar search on the cached paths), so it costs nothing and absorbs the
+timing of the motion-capture stream instead of biasing the friction.
 """
 
 from __future__ import annotations
@@ -135,6 +138,9 @@ class _Objective:
 
     def __init__(self, inputs, names, bounds, fixed, options, executor):
         self.inputs = inputs
+        self.profile_delay = "delay" in names
+        self.delay_bounds = bounds.get("delay", (0.0, 0.0))
+        names = [n for n in names if n != "delay"]
         self.names = names
         self.lo = np.array([bounds[n][0] for n in names])
         self.hi = np.array([bounds[n][1] for n in names])
@@ -173,11 +179,22 @@ class _Objective:
                 self.cache[key] = results[i * n:(i + 1) * n]
         return [self.cache[self._key(v)] for v in batch]
 
-    def error(self, values: dict, paths: list) -> float:
-        delay = values.get("delay", 0.0)
-        err = float(np.mean([_error(inp, p, delay) for inp, p in
-                             zip(self.inputs, paths, strict=True)]))
-        self.history.append((values, err))
+    def mean_error(self, paths: list, delay: float) -> float:
+        return float(np.mean([_error(inp, p, delay) for inp, p in
+                              zip(self.inputs, paths, strict=True)]))
+
+    def error(self, values: dict, paths: list, profile: bool = True) -> float:
+        """Mean RMS error; with a profiled delay, at the best delay (set in
+        ``values``)."""
+        if self.profile_delay and profile:
+            from scipy.optimize import minimize_scalar
+
+            lo, hi = self.delay_bounds
+            best = minimize_scalar(lambda d: self.mean_error(paths, d), bounds=(lo, hi),
+                                   method="bounded", options={"xatol": 1e-3})
+            values["delay"] = float(best.x)
+        err = self.mean_error(paths, values.get("delay", 0.0))
+        self.history.append((dict(values), err))
         return err
 
     def __call__(self, z) -> float:
@@ -212,7 +229,7 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
     options = {"servo": servo, "u_tol": u_tol, "max_iter": max_iter}
     obj = _Objective(inputs, names, bounds, {}, options, executor)
     w0 = time.perf_counter()
-    e0 = obj(obj.unit(start))
+    e0 = obj.error(dict(start), obj.paths([dict(start)])[0], profile=False)
     best = [e0]
 
     def track(z=None, *args, **kwargs):
@@ -222,8 +239,10 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
 
     from scipy import optimize
 
-    d = len(names)
-    if method == "nelder-mead":
+    d = len(obj.names)
+    if d == 0:   # the delay alone: one simulation, a scalar search
+        z_best, message = np.zeros(0), "the delay alone: a bounded scalar search"
+    elif method == "nelder-mead":
         z0 = obj.unit(start)
         simplex = [z0]
         for i in range(d):
@@ -251,6 +270,7 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
     fitted = obj.values(z_best)
     paths = obj.paths([fitted])[0]
     e1 = obj.error(fitted, paths)
+    fitted = {n: fitted[n] for n in names}
     per_trial = []
     for inp, p in zip(inputs, paths, strict=True):
         try:

