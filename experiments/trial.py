@@ -380,13 +380,16 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         telemetry.publish("event", {"t": t_start, "kind": "trial_start", "gait": gait.name})
     try:
         try:
-            enter("bring-up", nodes=nodes, timeout=config.startup_timeout)
-            await sup.bring_up(config.startup_timeout, on_frame=log_rx)
             # A full pass of the garbage collector over everything imported so far
-            # takes ~14 ms on the 2-core machine, enough to make a period late:
-            # freeze that heap so the collector only scans what the trial makes.
+            # takes 14 ms to several 100 ms (a process that compiled the model or
+            # runs matplotlib and dask: 90 ms and more), enough to make a period
+            # late or, after NMT start, a node look lost: collect and freeze that
+            # heap now, before the nodes are started, so the collector only scans
+            # what the trial makes.
             gc.collect()
             gc.freeze()
+            enter("bring-up", nodes=nodes, timeout=config.startup_timeout)
+            await sup.bring_up(config.startup_timeout, on_frame=log_rx)
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(dispatch(), name="can-dispatch")
                 tg.create_task(sup.watch(), name="supervisor")
