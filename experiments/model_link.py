@@ -66,14 +66,19 @@ class ModelLink:
         self.stopped: str | None = None   # why the process stopped early
         self.done: dict | None = None
         self._end_sent = False
+        self._pipe_closed = False
 
     @property
     def alive(self) -> bool:
-        return self.stopped is None and self.child.returncode is None
+        return self.stopped is None and not self._pipe_closed and self.child.returncode is None
 
     def _send(self, obj: dict) -> None:
-        if self.stopped is None and not self.child.write_line(json.dumps(obj)):
-            self._stop("its input pipe is closed")
+        """A line to the model. A closed pipe means the process has gone: the
+        reader's end of output, or :meth:`finish`, says how it ended."""
+        if self.stopped is None and not self._pipe_closed:
+            if not self.child.write_line(json.dumps(obj)):
+                self._pipe_closed = True
+                log.warning("parallel model: its input pipe is closed")
 
     def start(self, t0: float, q0: np.ndarray, source: str) -> None:
         self.started = True
@@ -132,6 +137,14 @@ class ModelLink:
         read its last samples, and return True once it is done (no reader task
         may run meanwhile)."""
         if not self.started or self.stopped is not None:
+            return False
+        if self._pipe_closed:  # it has gone; say how, once it is reaped
+            try:
+                await asyncio.wait_for(self.child.proc.wait(), 2.0)
+            except TimeoutError:
+                pass
+            self._stop(f"the model process {self.child.describe_exit()}"
+                       if self.child.returncode is not None else "its input pipe is closed")
             return False
 
         async def read_to_end() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiko.control import PRESETS, references
-from aiko.drivers.clock import TrialClock
+from aiko.drivers.clock import TrialClock, VirtualClock
 from aiko.drivers.mocap import ViconUdpSender, ViconUdpSource
 from aiko.experiments.alignment import start_posture
 from aiko.experiments.compare import (ComparisonError, Paths, compare_paths,
@@ -289,3 +289,32 @@ def test_process_owner_ends_every_child_on_an_error():
     children = asyncio.run(main())
     assert all(c.returncode is not None for c in children)
     assert "SIGKILL" in children[0].describe_exit()
+
+
+def test_a_killed_model_is_reported_with_its_signal_even_when_a_write_finds_it_first():
+    """The trial may write references to a model that was just killed before
+    its reader sees the end of output: the report still says SIGKILL."""
+    import os
+    import signal as sig
+
+    from aiko.experiments.model_link import ModelLink
+
+    async def main():
+        events = []
+        async with ChildProcesses(grace=0.5) as procs:
+            child = await procs.start("parallel model", [
+                sys.executable, "-c", "import sys, time; print('up', flush=True); time.sleep(60)"])
+            assert await child.readline(30) == "up"
+            link = ModelLink(child, VirtualClock(), on_event=lambda k, d: events.append((k, d)))
+            link.start(0.0, np.zeros((2, 7)), "test")
+            os.kill(child.pid, sig.SIGKILL)
+            await child.proc.wait()
+            for k in range(3):    # no reader ran: the writes find the pipe closed
+                link.send_refs(0.1 * k, np.zeros((1, 4)))
+            assert not link.alive and link.stopped is None
+            assert not await link.finish(1.0)
+            return link, events
+
+    link, events = asyncio.run(main())
+    assert "SIGKILL" in link.stopped and link.summary()["stopped"] == link.stopped
+    assert [k for k, _ in events].count("model_stopped") == 1
