@@ -92,3 +92,15 @@ class StatusLine:
             sys.stderr.write("\n")
 
 
+
+
+def add_executor_options(p) -> None:
+    """Where many simulations run (``aiko fit``, ``aiko sweep``)."""
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="a Dask scheduler (tcp://host:8786); default: a local process pool")
+    p.add_argument("--workers", type=positive("workers"), default=None, metavar="N",
+                   help="local processes (default: one per core)")
+
+
+def executor_args(args) -> tuple[str | None, int | None]:
+    return args.scheduler, None if args.workers is None else int(args.workers)

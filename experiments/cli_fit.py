@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_args import ArgError, positive
+from .cli_args import ArgError, add_executor_options, executor_args, positive
+from .cli_replay import add_solver_options
 
 __all__ = ["add_parser", "cmd_fit"]
 
@@ -28,19 +29,13 @@ def add_parser(sub) -> None:
                         "backlash 0:10 deg, delay -0.3:0.3 s)")
     f.add_argument("--servo", choices=("module", "ideal"), default=None,
                    help="with backlash: the modules' servo or ideal motors (default ideal)")
-    f.add_argument("--u-tol", type=positive("u-tol"), default=None, metavar="M_S",
-                   help="solver tolerance of the replays, m/s (default 1e-8)")
-    f.add_argument("--max-iter", type=positive("max-iter"), default=None, metavar="N",
-                   help="solver sweeps per step at most (default 500)")
+    add_solver_options(f)
     f.add_argument("--method", choices=("nelder-mead", "de"), default="nelder-mead",
                    help="Nelder-Mead (default) or differential evolution (evaluations in "
                         "parallel)")
     f.add_argument("--budget", type=positive("budget"), default=60, metavar="N",
                    help="evaluations at most (default 60)")
-    f.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="a Dask scheduler (tcp://host:8786); default: a local process pool")
-    f.add_argument("--workers", type=positive("workers"), default=None, metavar="N",
-                   help="local processes (default: one per core)")
+    add_executor_options(f)
     f.add_argument("--out", type=Path, default=Path("."), metavar="DIR")
     f.set_defaults(func=cmd_fit)
 
@@ -59,7 +54,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     bounds = parse_bounds(args.bounds, names)
     inputs = [load_replay(p) for p in args.trials]
     progress = Progress(args.budget, sys.stderr.isatty())
-    with open_executor(args.scheduler, int(args.workers) if args.workers else None) as ex:
+    with open_executor(*executor_args(args)) as ex:
         res = fit_trials(inputs, names, bounds=bounds, servo=args.servo, u_tol=args.u_tol,
                          max_iter=None if args.max_iter is None else int(args.max_iter),
                          method=args.method,

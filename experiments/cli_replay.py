@@ -10,7 +10,8 @@ from pathlib import Path
 
 from .cli_args import ArgError, nonneg, positive
 
-__all__ = ["add_parser", "cmd_replay", "add_model_options", "replay_options"]
+__all__ = ["add_parser", "cmd_replay", "add_model_options", "add_solver_options",
+           "replay_options"]
 
 
 def add_model_options(p) -> None:
@@ -29,6 +30,11 @@ def add_model_options(p) -> None:
                    help="the modules' duty-limited servo, or ideal motors (default ideal)")
     g.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
                    help="time step, s (default 0.00025)")
+    add_solver_options(g)
+
+
+def add_solver_options(g) -> None:
+    """The replays' solver settings (``aiko replay``, ``aiko fit``)."""
     g.add_argument("--u-tol", type=positive("u-tol"), default=None, metavar="M_S",
                    help="solver tolerance, m/s (default 1e-8; the realistic simulated Aiko "
                         "ran 1e-7)")

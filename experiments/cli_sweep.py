@@ -7,7 +7,7 @@ import csv
 import sys
 from pathlib import Path
 
-from .cli_args import ArgError, positive
+from .cli_args import ArgError, add_executor_options, executor_args, positive
 
 __all__ = ["add_parser", "cmd_sweep"]
 
@@ -26,10 +26,7 @@ def add_parser(sub) -> None:
                    help="simulated time per point, s (default 15)")
     s.add_argument("--metric", choices=("distance", "speed", "heading", "path"),
                    default="distance", help="what the figure shows (default distance)")
-    s.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="a Dask scheduler (tcp://host:8786); default: a local process pool")
-    s.add_argument("--workers", type=positive("workers"), default=None, metavar="N",
-                   help="local processes (default: one per core)")
+    add_executor_options(s)
     s.add_argument("--out", type=Path, default=Path("."), metavar="DIR")
     s.set_defaults(func=cmd_sweep)
 
@@ -58,7 +55,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid)
     n_points = len(grid_points(grid))
     w0 = time.perf_counter()
-    with open_executor(args.scheduler, int(args.workers) if args.workers else None) as ex:
+    with open_executor(*executor_args(args)) as ex:
         with tqdm(total=n_points, unit="point", disable=not sys.stderr.isatty()) as bar:
             rows = run_sweep(gait, grid, args.duration, executor=ex,
                              progress=lambda: bar.update())

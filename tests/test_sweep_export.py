@@ -130,3 +130,16 @@ def test_csv_export_and_info(ideal_trial, tmp_path):
     notlog.write_text("no")
     r = aiko("info", str(notlog))
     assert r.returncode == 2 and "not an MCAP file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = aiko("sweep", "still", "--grid", "mu=0.2", "--duration", "0.1", "--scheduler",
+             f"tcp://127.0.0.1:{port}", "--out", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert f"executor tcp://127.0.0.1:{port}: cannot reach the scheduler" in r.stderr
+    assert not list(tmp_path.iterdir())
