@@ -230,7 +230,8 @@ class CanDriver:
         """The next received frame, or None after ``timeout`` seconds."""
         if timeout is None:
             return await self.queue.get()
-        try:
-            return await asyncio.wait_for(self.queue.get(), timeout)
+        try:  # asyncio.timeout: 3.11's wait_for can drop a cancellation
+            async with asyncio.timeout(timeout):
+                return await self.queue.get()
         except TimeoutError:
             return None

@@ -79,8 +79,12 @@ class EmulatedJoints:
                 wait = next_tick - self.clock()
                 received = []
                 if wait > 0:
+                    # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a
+                    # cancellation that arrives as the message does, and the
+                    # emulator would then never stop
                     try:
-                        received.append(await asyncio.wait_for(reader.get_message(), wait))
+                        async with asyncio.timeout(wait):
+                            received.append(await reader.get_message())
                     except TimeoutError:
                         pass
                 else:  # a tick is due: let the loop deliver, but do not wait

@@ -108,7 +108,9 @@ def periods_in_tx(data):
 def test_trial_in_process_on_the_virtual_bus(tmp_path):
     result, data, modules, source = asyncio.run(
         trial_with_emulator(tmp_path / "t.mcap", 2.0, nodes=3, mocap=True, malformed_every=25))
-    assert result.reason == "completed" and result.fault is None
+    assert result.reason == "completed" and result.fault is None, (
+        result.fault, [(round(t, 3), e["kind"], e["data"]) for t, e in data.events()],
+        [(round(t, 3), r["id"]) for t, r in data.records["/can/rx"] if r["id"] >= 0x700][-12:])
     st = result.stream
     # one SYNC to read the angles, then the gait: no ramp (joint 3 V starts at
     # -1.7 deg, within the soft start's 3 deg; the rest straight)
