@@ -64,6 +64,24 @@ class MqttConfig:
                    prefix)
 
 
+def _raise_if_cancelled(exc: Exception | None = None) -> None:
+    """Raise the cancellation of this task if one is pending: aiomqtt reports a
+    cancellation during connect or publish as an MqttError, and its waits
+    (Python 3.11's wait_for) can drop one that arrives as they finish."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError() from exc
+
+
+async def _leave(client, timeout: float) -> None:
+    """Disconnect, waiting at most ``timeout`` for the broker."""
+    try:
+        async with asyncio.timeout(timeout):
+            await client.__aexit__(None, None, None)
+    except (TimeoutError, aiomqtt.MqttError):
+        pass
+
+
 class MqttTelemetry:
     """Queue-and-forget publisher; run ``await telemetry.run()`` as a task."""
 
@@ -92,7 +110,9 @@ class MqttTelemetry:
         return ssl.create_default_context(cafile=self.config.ca_file)
 
     async def run(self) -> None:
-        """Connect, publish, reconnect; forever (cancel to stop).
+        """Connect, publish, reconnect; forever (cancel to stop). aiomqtt turns
+        a cancellation that arrives while it connects or publishes into an
+        MqttError; that one is a cancellation still, never a reconnect.
 
         Leaving a connection (error or cancellation) waits at most
         ``disconnect_timeout`` for the broker's goodbye: aiomqtt would otherwise
@@ -105,8 +125,12 @@ class MqttTelemetry:
             try:
                 await client.__aenter__()
             except aiomqtt.MqttError as exc:
+                _raise_if_cancelled(exc)
                 log.warning("MQTT %s:%d unavailable: %s", c.host, c.port, exc)
             else:
+                if asyncio.current_task().cancelling():  # connected as the trial ended
+                    await _leave(client, self.disconnect_timeout)
+                    _raise_if_cancelled()
                 self.connected = True
                 self.connects += 1
                 log.info("MQTT connected to %s:%d", c.host, c.port)
@@ -115,15 +139,13 @@ class MqttTelemetry:
                         topic, payload = await self.queue.get()
                         await client.publish(topic, payload, qos=0)
                         self.published += 1
+                        _raise_if_cancelled()
                 except aiomqtt.MqttError as exc:
+                    _raise_if_cancelled(exc)
                     log.warning("MQTT %s:%d lost: %s", c.host, c.port, exc)
                 finally:
                     self.connected = False
-                    try:
-                        await asyncio.wait_for(client.__aexit__(None, None, None),
-                                               self.disconnect_timeout)
-                    except (TimeoutError, aiomqtt.MqttError):
-                        pass
+                    await _leave(client, self.disconnect_timeout)
             # what waits in the queue while we are away is dropped, not hoarded
             while not self.queue.empty():
                 self.queue.get_nowait()
