@@ -15,7 +15,7 @@ import pytest
 from mcap.reader import make_reader
 
 from aiko.experiments.compare import METRIC_KEYS
-from aiko.experiments.triallog import read_trial
+from aiko.experiments.triallog import TrialLogError, read_trial
 from aiko.firmware_interface.codec import Ref, Sync, decode
 
 
@@ -127,9 +127,13 @@ def start_run(out, duration):
 def wait_for_children(out, timeout=60.0) -> dict:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if out.exists():
-            pids = child_pids(read_trial(out))
-            if len(pids) == 2 and read_trial(out).records.get("/model"):
+        try:   # the file may be just created, its first bytes not yet written
+            data = read_trial(out) if out.exists() else None
+        except TrialLogError:
+            data = None
+        if data is not None:
+            pids = child_pids(data)
+            if len(pids) == 2 and data.records.get("/model"):
                 return pids
         time.sleep(0.2)
     raise AssertionError("the trial did not start its children")
