@@ -42,7 +42,7 @@ from .parallel_model import ParallelModel
 from .triallog import TrialLogError, read_trial
 
 __all__ = ["ReplayError", "ReplayInput", "load_replay", "replay_model", "replay_plant",
-           "snake_params_of"]
+           "snake_params_of", "shifted", "experiment_from"]
 
 LINK = 6
 SAMPLE_RATE = 20.0
@@ -173,13 +173,21 @@ def _start(data, params: SnakeParams, t_refs, refs, exp: Paths):
                     f"placed on {len(markers)} mocap link(s)")
 
 
-def _paths(inp: ReplayInput, t_model, p_model, delay: float) -> Paths:
+def experiment_from(inp: ReplayInput, delay: float) -> tuple[np.ndarray, np.ndarray]:
     """Link 6 of the experiment from the gait's t = 0 (the ramp before it is
-    not the model's), its times shifted by -delay, and of the replay."""
-    exp = inp.experiment
-    t = exp.t_experiment - delay
+    not the model's), its times taken ``delay`` s earlier: (t (k,), p (k, 3))."""
+    t = inp.experiment.t_experiment - delay
     keep = t >= inp.t0 - 1e-9
-    return Paths(t[keep], exp.p_experiment[keep], np.asarray(t_model),
+    return t[keep], inp.experiment.p_experiment[keep]
+
+
+def shifted(inp: ReplayInput, paths: Paths, delay: float) -> Paths:
+    """``paths`` with the experiment taken from :func:`experiment_from`."""
+    return Paths(*experiment_from(inp, delay), paths.t_model, paths.p_model)
+
+
+def _paths(inp: ReplayInput, t_model, p_model, delay: float) -> Paths:
+    return Paths(*experiment_from(inp, delay), np.asarray(t_model),
                  np.asarray(p_model).reshape(-1, 3))
 
 

@@ -20,7 +20,8 @@ from aiko.model import SolverParams
 
 from .compare import ComparisonError, Paths, compare_paths, comparison_figure
 from .delay import DelayEstimate, estimate_delay
-from .replay import ReplayError, ReplayInput, load_replay, replay_model, replay_plant
+from .replay import (ReplayError, ReplayInput, load_replay, replay_model, replay_plant,
+                     shifted)
 
 __all__ = ["ReplayResult", "replay_trial", "replay_trials", "simulate_replay", "summary_rows",
            "write_summary", "SUMMARY_KEYS"]
@@ -118,14 +119,6 @@ def replay_trial(path: str | Path, out: str | Path = ".", delay: float | str = 0
            "truncated": res.truncated, "solver": res.stats, "wall_s": res.wall_s}
     res.json.write_text(json.dumps(doc, indent=2) + "\n")
     return res
-
-
-def shifted(inp: ReplayInput, paths: Paths, delay: float) -> Paths:
-    """``paths`` with the experiment's link 6 taken ``delay`` s earlier (from
-    the gait's t = 0)."""
-    t = inp.experiment.t_experiment - delay
-    keep = t >= inp.t0 - 1e-9
-    return Paths(t[keep], inp.experiment.p_experiment[keep], paths.t_model, paths.p_model)
 
 
 def _jsonable(params: dict) -> dict:
