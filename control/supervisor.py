@@ -13,6 +13,7 @@ limp (NMT stop) or being reset.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -82,6 +83,7 @@ class Supervisor:
         self.health = {n: NodeHealth() for n in self.nodes}
         self.fault: TrialFault | None = None
         self.started_at: float | None = None
+        self._stalls: list[tuple[float, float]] = []   # (end, duration) s, see note_stall
 
     # ----------------------------------------------------------------- events
     def _event(self, kind: str, **data) -> None:
@@ -157,34 +159,55 @@ class Supervisor:
         elif isinstance(frame, JointState):
             h.status = frame.status
 
+    def note_stall(self, end: float, duration: float) -> None:
+        """This process did not run for ``duration`` s before ``end`` (a late
+        wake-up): that time does not count toward a heartbeat's age."""
+        self._stalls = (self._stalls + [(end, duration)])[-64:]
+
+    def heartbeat_age(self, n: int, now: float) -> float:
+        """Seconds since node ``n`` was last heard (since the start if never),
+        not counting the time this process stood still meanwhile: a heartbeat
+        cannot be read while the PC is stalled, nor in the moment after, as it
+        crosses the bus threads."""
+        h = self.health[n]
+        last = h.last_heartbeat if h.last_heartbeat is not None else self.started_at
+        if last is None:
+            return math.inf
+        stalled = sum(min(d, end - last) for end, d in self._stalls if end > last)
+        return now - last - stalled
+
     def check(self) -> TrialFault | None:
         """Apply the heartbeat watch at the current time; the fault, if any."""
         now = self.clock.now()
         if self.policy.stop_on_lost_node and self.started_at is not None:
             for n, h in self.health.items():
-                last = h.last_heartbeat if h.last_heartbeat is not None else self.started_at
-                if now - last > self.policy.heartbeat_timeout:
+                age = self.heartbeat_age(n, now)
+                if age > self.policy.heartbeat_timeout:
+                    last = h.last_heartbeat if h.last_heartbeat is not None else self.started_at
                     self._raise_fault("lost_node", n, f"joint node {n} lost: no heartbeat for "
                                                       f"{now - last:.2f} s")
         return self.fault
 
     def nodes_ok(self) -> int:
         now = self.clock.now()
-        return sum(1 for h in self.health.values() if h.last_heartbeat is not None
-                   and now - h.last_heartbeat <= self.policy.heartbeat_timeout)
+        return sum(1 for n, h in self.health.items() if h.last_heartbeat is not None
+                   and self.heartbeat_age(n, now) <= self.policy.heartbeat_timeout)
 
     async def watch(self, period: float = 0.02) -> None:
         """Raise TrialFault as soon as a stopping condition appears.
 
         A wake-up more than a period late means this process was not running
-        (a loaded machine): the heartbeats that arrived meanwhile may not have
-        been read yet, so that round does not judge; the next, one period
-        later, does. A silent node is still found within a period of its
-        timeout, and a stalled PC does not call every node lost."""
+        (a loaded machine): the heartbeats sent meanwhile are unread, so that
+        round does not judge, and the stall does not count toward any node's
+        silence (:meth:`heartbeat_age`). A node silent for good is found once
+        it has been silent for the timeout of time the PC was running; a
+        stalled PC does not call every node lost."""
         t = self.clock.now()
         while True:
             now = self.clock.now()
             late = now - t > period
+            if late:
+                self.note_stall(now, now - t)
             fault = self.fault if late else self.check()
             if fault is not None:
                 raise fault

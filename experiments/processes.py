@@ -8,6 +8,10 @@ then SIGKILL after ``grace`` seconds. Children run in their own session, so a
 Ctrl-C in the terminal reaches the trial's process alone, which then stops the
 robot before it stops them; and they get a pipe on stdin whose end of file
 tells them that the owner is gone, even after a SIGKILL of the owner.
+
+``start(..., nice=N)`` lowers a child's scheduling priority: the parallel model
+may lag (its lag is measured and reported), the trial and the simulated Aiko
+must keep real time, and on a two-core machine the three compete.
 """
 
 from __future__ import annotations
@@ -128,7 +132,7 @@ class ChildProcesses:
     async def __aexit__(self, *exc) -> None:
         await asyncio.shield(self.stop_all())
 
-    async def start(self, name: str, argv: list[str]) -> Child:
+    async def start(self, name: str, argv: list[str], nice: int = 0) -> Child:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -138,6 +142,11 @@ class ChildProcesses:
             raise ChildStartError(name, f"cannot start ({exc.strerror})") from exc
         child = Child(name, proc)
         self.children.append(child)
+        if nice > 0:
+            try:
+                os.setpriority(os.PRIO_PROCESS, proc.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
+            except OSError as exc:  # it ended already, or a policy forbids it: run as is
+                log.warning("%s: priority not lowered (%s)", name, exc)
         task = asyncio.get_running_loop().create_task(self._drain_stderr(child),
                                                       name=f"{name}-stderr")
         self._tasks.add(task)
