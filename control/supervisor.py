@@ -201,8 +201,13 @@ class Supervisor:
         round does not judge, and the stall does not count toward any node's
         silence (:meth:`heartbeat_age`). A node silent for good is found once
         it has been silent for the timeout of time the PC was running; a
-        stalled PC does not call every node lost."""
+        stalled PC does not call every node lost. The first round is due one
+        period after the nodes were started (or now, before that): a stall
+        before the watch first runs, as the trial's other tasks start, counts
+        as one too."""
         t = self.clock.now()
+        if self.started_at is not None:
+            t = min(t, self.started_at + period)
         while True:
             now = self.clock.now()
             late = now - t > period

@@ -100,6 +100,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(f"link {link}: start ({p0[0]:+.4f}, {p0[1]:+.4f}, {p0[2]:+.4f}) m, "
           f"end ({p1[0]:+.4f}, {p1[1]:+.4f}, {p1[2]:+.4f}) m, "
           f"moved ({d[0]:+.4f}, {d[1]:+.4f}) m, distance {math.hypot(d[0], d[1]):.4f} m")
+    c = res.com()
+    moved = math.hypot(*(c[-1, :2] - c[0, :2]))
+    print(f"drive work {st.work:.3f} J (the motors' positive mechanical work), centre of mass "
+          f"moved {moved:.4f} m, cost of transport {res.cost_of_transport():.3g}")
     print(f"steps {st.steps}, solver iterations mean {st.mean_iterations:.1f} max "
           f"{st.max_iterations}, unconverged steps {st.unconverged}")
     print(f"wall {res.wall_time:.2f} s, {res.us_per_step:.1f} us/step, "

@@ -6,6 +6,7 @@ in the paper's simulations) and the state is sampled at a fixed rate.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ LINK_OF_INTEREST = 6
 @dataclass
 class SimulationResult:
     """Samples of one run: t (k,), positions (k, n, 3) m, joint angles
-    alpha_h, alpha_v (k, n-1) rad, and the solver's counters and wall time."""
+    alpha_h, alpha_v (k, n-1) rad, the drives' positive work since the start
+    (k,) J (see :class:`aiko.model.StepStats`), and the solver's counters and
+    wall time."""
 
     t: np.ndarray
     positions: np.ndarray
@@ -35,6 +38,24 @@ class SimulationResult:
     wall_time: float
     dt: float
     final_state: SnakeState
+    work: np.ndarray
+    mass: float = 0.0           # the snake's total mass, kg
+    gravity: float = 9.81       # |g|, m/s^2
+
+    def com(self) -> np.ndarray:
+        """Centre of mass (k, 3), m (links of equal mass)."""
+        return self.positions.mean(axis=1)
+
+    def cost_of_transport(self, t_from: float | None = None) -> float:
+        """Work / (m g d) from ``t_from`` (default: the start) to the end, d
+        the centre of mass's straight-line displacement in the ground plane;
+        inf when it did not move."""
+        i = 0 if t_from is None else int(np.searchsorted(self.t, t_from - 1e-9))
+        i = min(i, self.t.size - 1)
+        c = self.com()
+        d = float(np.hypot(*(c[-1, :2] - c[i, :2])))
+        w = float(self.work[-1] - self.work[i])
+        return w / (self.mass * self.gravity * d) if d > 0 else math.inf
 
     @property
     def duration(self) -> float:
@@ -58,12 +79,12 @@ class SimulationResult:
         for i in range(1, n + 1):
             cols += [f"x{i}", f"y{i}", f"z{i}"]
         cols += [f"ah{i}" for i in range(1, n)] + [f"av{i}" for i in range(1, n)]
-        return cols
+        return cols + ["work_J"]
 
     def csv_rows(self) -> np.ndarray:
         k = self.t.size
         return np.hstack([self.t[:, None], self.positions.reshape(k, -1),
-                          self.alpha_h, self.alpha_v])
+                          self.alpha_h, self.alpha_v, self.work[:, None]])
 
 
 def initial_state_for_gait(model: SnakeModel, gait: Gait, height: float = 0.0) -> SnakeState:
@@ -107,6 +128,7 @@ def simulate_gait(model: SnakeModel, gait: Gait, duration: float, rate: float = 
         av.append(ang[:, 1])
 
     stats = StepStats()
+    work = [0.0]
     record(state)
     wall = 0.0
     done = 0
@@ -120,8 +142,11 @@ def simulate_gait(model: SnakeModel, gait: Gait, duration: float, rate: float = 
         stats += st
         done += m
         record(state)
+        work.append(stats.work)
         if progress is not None:
             progress(state.t - t0)
     k = len(times)
+    p = model.params
     return SimulationResult(np.array(times), np.array(pos), np.array(ah).reshape(k, nj),
-                            np.array(av).reshape(k, nj), stats, wall, dt, state)
+                            np.array(av).reshape(k, nj), stats, wall, dt, state,
+                            np.array(work), p.n * p.m, p.g)

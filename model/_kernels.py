@@ -247,8 +247,14 @@ def joint_angles(Rs, u, out):
 
 
 @njit(cache=True, error_model="numpy")
-def control_torques(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, tau):
-    """PD torques (68)-(69) applied as body torques tau (n, 3) of (62)-(63)."""
+def control_torques(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, tau, power):
+    """PD torques (68)-(69) applied as body torques tau (n, 3) of (62)-(63).
+
+    power (nJ, 2) receives each motor's mechanical power, W: the power its
+    pair of torques delivers to the two links, -t_h y_i . (omega_{i+1} -
+    omega_i) and -t_v x_{i+1} . (omega_{i+1} - omega_i) (y_i, x_{i+1}: the
+    cardan axes the torques act about), so that their sum is tau_C^T u exactly;
+    positive when the motor drives the joint, negative when it brakes it."""
     n = Rs.shape[0]
     for i in range(n):
         for k in range(3):
@@ -256,10 +262,24 @@ def control_torques(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, tau):
     if n < 2:
         return tau
     ang = np.empty((n - 1, 4))
+    Rr = np.empty((3, 3))
     joint_angles(Rs, u, ang)
     for i in range(n - 1):
         t_h = K_hp * (ang[i, 0] - refs[i, 0]) + K_hd * (ang[i, 2] - refs[i, 2])
         t_v = K_vp * (ang[i, 1] - refs[i, 1]) + K_vd * (ang[i, 3] - refs[i, 3])
+        # omega_{i+1} - omega_i in B_{i+1}: wj = omega_{i+1} - Rr^T omega_i;
+        # y_i in B_{i+1} is Rr^T e_y (row 1 of Rr), x_{i+1} is e_x
+        for r in range(3):
+            for c in range(3):
+                Rr[r, c] = (Rs[i, 0, r] * Rs[i + 1, 0, c] + Rs[i, 1, r] * Rs[i + 1, 1, c]
+                            + Rs[i, 2, r] * Rs[i + 1, 2, c])
+        w_y = 0.0
+        for c in range(3):
+            wj_c = u[i + 1, 3 + c] - (Rr[0, c] * u[i, 3] + Rr[1, c] * u[i, 4]
+                                      + Rr[2, c] * u[i, 5])
+            w_y += Rr[1, c] * wj_c
+        power[i, 0] = -t_h * w_y
+        power[i, 1] = -t_v * ang[i, 3]
         # Rr = R_i^T R_{i+1}; link i gets [0, t_h, 0] + Rr [t_v, 0, 0]
         for k in range(3):
             rr_k0 = (Rs[i, 0, k] * Rs[i + 1, 0, 0] + Rs[i, 1, k] * Rs[i + 1, 1, 0]
@@ -525,7 +545,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     number of links touching the ground (listed in order in lk, their contacts
     in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-     Q, Qf, Y, F4, sv, tau, minv) = ws
+     Q, Qf, Y, F4, sv, tau, minv, power) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
@@ -758,7 +778,10 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
 def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwork, ws):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
-    Returns (iterations, converged). P (2n, 5) holds each sphere's last contact
+    Returns (iterations, converged, work): work is the drives' positive
+    mechanical work over the step, J (each motor's power of
+    :func:`control_torques` at the step's start, counted when positive: the
+    modules' motors do not recover energy when they brake). P (2n, 5) holds each sphere's last contact
     impulsions (warm start, as in the paper: the value it had when the contact was
     last active) and on return this step's; active (2n,) the active set (49).
     ufree (6n,), jwork (nJ, 4) and ws (:func:`_workspace`) are scratch.
@@ -775,7 +798,13 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     _all_rotations(tmp_q, Rs)
     # smooth forces h_M (gravity, gyroscopic) and control torques tau_C
     tau = ws[22]
-    control_torques(Rs, u, refs, par[9], par[10], par[11], par[12], tau)
+    power = ws[24]
+    control_torques(Rs, u, refs, par[9], par[10], par[11], par[12], tau, power)
+    work = 0.0
+    for i in range(power.shape[0]):
+        for k in range(2):
+            if power[i, k] > 0.0:
+                work += power[i, k] * dt
     th0 = par[4]
     th2 = par[5]
     for i in range(n):
@@ -813,7 +842,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-         Q, Qf, Y, F4, sv, tau, minv) = ws
+         Q, Qf, Y, F4, sv, tau, minv, power) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
                                           FR, H, K, lk, cs, ccount, rr, gA, Pnew, sv)
@@ -837,7 +866,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     _kinematic_update(tmp_q, u, 0.5 * dt, q)
     _normalise_quaternions(q)
     project_joints(q, par[0], int(sol[12]) == 1)
-    return iters, converged
+    return iters, converged, work
 
 
 @njit(cache=True, error_model="numpy")
@@ -848,7 +877,8 @@ def _workspace(n):
     the links touching the ground lk (n,), their contacts
     cs (n, 2) and counts ccount (n,); per contact r (2n, 3), the restitution
     velocity gA (2n,) and the prox results Pnew (2n, 5); small scratch Q, Qf
-    (8, 8), Y (8, 6), F4 (4, 4), sv (6, 8); tau (n, 3); minv (n, 6)."""
+    (8, 8), Y (8, 6), F4 (4, 4), sv (6, 8); tau (n, 3); minv (n, 6); the
+    motors' power (nJ, 2)."""
     nj = max(n - 1, 0)
     return (np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
             np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
@@ -857,14 +887,16 @@ def _workspace(n):
             np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros((2 * n, 3)), np.zeros(2 * n),
             np.zeros((2 * n, 5)), np.zeros((8, 8)), np.zeros((8, 8)), np.zeros((8, 6)),
-            np.zeros((4, 4)), np.zeros((6, 8)), np.zeros((n, 3)), np.zeros((n, 6)))
+            np.zeros((4, 4)), np.zeros((6, 8)), np.zeros((n, 3)), np.zeros((n, 6)),
+            np.zeros((nj, 2)))
 
 
 @njit(cache=True, error_model="numpy")
-def _advance(q, u, P, active, refs, par, sol, n_steps, stats):
+def _advance(q, u, P, active, refs, par, sol, n_steps, stats, work):
     """Run n_steps steps. refs (k, nJ, 4): k == 1 holds one set of references,
     k == n_steps gives one per step. stats (3,) += [iterations, max iterations,
-    unconverged steps]. Returns the number of steps taken."""
+    unconverged steps]; work (n_steps,) receives each step's positive work of
+    the drives, J (see _step). Returns the number of steps taken."""
     n = q.shape[0]
     Rs = np.empty((n, 3, 3))
     nj = max(n - 1, 0)
@@ -879,8 +911,9 @@ def _advance(q, u, P, active, refs, par, sol, n_steps, stats):
     hold = refs.shape[0] == 1
     for s in range(n_steps):
         r = refs[0] if hold else refs[s]
-        it, ok = _step(q, u, P, active, r, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree,
-                       jwork, ws)
+        it, ok, w = _step(q, u, P, active, r, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree,
+                          jwork, ws)
+        work[s] = w
         stats[0] += it
         if it > stats[1]:
             stats[1] = it

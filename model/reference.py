@@ -20,7 +20,8 @@ import numpy as np
 from .prox import prox_disc, prox_ellipse
 from .quaternion import H_bar, rotation_matrix, skew
 
-__all__ = ["reference_step", "dense_matrices", "reference_torques", "reference_joint_angles"]
+__all__ = ["reference_step", "dense_matrices", "reference_torques", "reference_joint_angles",
+           "reference_drive_power"]
 
 E = np.eye(3)
 
@@ -124,6 +125,25 @@ def reference_torques(Rs: np.ndarray, u: np.ndarray, refs: np.ndarray, p: dict) 
             t += (Rs[i].T @ Rs[i + 1]) @ np.array([tv[i + 1], 0.0, 0.0])
         tau[6 * i + 3:6 * i + 6] = t
     return tau
+
+
+def reference_drive_power(Rs: np.ndarray, u: np.ndarray, refs: np.ndarray,
+                          p: dict) -> np.ndarray:
+    """Each motor's mechanical power (n-1, 2), W, in the world frame: the
+    torque pair of (62)-(64) about the cardan axis y_i (horizontal motor) or
+    x_{i+1} (vertical motor), dotted with the two links' angular velocities."""
+    n = Rs.shape[0]
+    ang = reference_joint_angles(Rs, u) if n > 1 else np.zeros((0, 4))
+    out = np.zeros((max(n - 1, 0), 2))
+    for i in range(n - 1):
+        t_h = p["K_hp"] * (ang[i, 0] - refs[i, 0]) + p["K_hd"] * (ang[i, 2] - refs[i, 2])
+        t_v = p["K_vp"] * (ang[i, 1] - refs[i, 1]) + p["K_vd"] * (ang[i, 3] - refs[i, 3])
+        w_a = Rs[i] @ u[i, 3:]
+        w_b = Rs[i + 1] @ u[i + 1, 3:]
+        # link i gets +t_h y_i and +t_v x_{i+1}, link i+1 the opposite
+        out[i, 0] = t_h * Rs[i][:, 1] @ (w_a - w_b)
+        out[i, 1] = t_v * Rs[i + 1][:, 0] @ (w_a - w_b)
+    return out
 
 
 def _project(q: np.ndarray, L: float, keep_com: bool) -> np.ndarray:

@@ -109,13 +109,17 @@ class SnakeState:
 
 @dataclass
 class StepStats:
-    """Counters of a run of steps: steps, solver iterations (sum, max), and the
-    steps that hit the iteration cap unconverged."""
+    """Counters of a run of steps: steps, solver iterations (sum, max), the
+    steps that hit the iteration cap unconverged, and the joint drives' positive
+    mechanical work, J (the sum over steps and motors of the power each motor's
+    torque pair (68)-(69) delivers to its two links, where positive, times dt:
+    the modules' motors do not recover the energy of braking)."""
 
     steps: int = 0
     iterations: int = 0
     max_iterations: int = 0
     unconverged: int = 0
+    work: float = 0.0
 
     @property
     def mean_iterations(self) -> float:
@@ -126,6 +130,7 @@ class StepStats:
         self.iterations += other.iterations
         self.max_iterations = max(self.max_iterations, other.max_iterations)
         self.unconverged += other.unconverged
+        self.work += other.work
         return self
 
 
@@ -207,11 +212,12 @@ class SnakeModel:
         state.validate(self.n)
         new = state.copy()
         stats = np.zeros(3, dtype=np.int64)
+        work = np.zeros(n_steps)
         if n_steps > 0:
             K._advance(new.q, new.u, new.P, new.active, refs, self._par, self._sol,
-                       n_steps, stats)
+                       n_steps, stats, work)
         new.t = state.t + n_steps * self.dt
-        st = StepStats(n_steps, int(stats[0]), int(stats[1]), int(stats[2]))
+        st = StepStats(n_steps, int(stats[0]), int(stats[1]), int(stats[2]), float(work.sum()))
         if st.unconverged:
             warnings.warn(f"{st.unconverged} of {n_steps} steps reached the iteration cap "
                           f"({self.solver.max_iter}) of the {self.solver.solver} solver",

@@ -1,12 +1,20 @@
 """Shared test set-up: hypothesis without deadlines (the first call of a numba
 kernel may compile or load its cache), and the simulated-rig trials that
-several test modules read (made once per test run)."""
+several test modules read (made once per test run).
 
+The tests stop the processes they start with Ctrl-C (SIGINT), as a user does.
+A test run started in the background by a shell without job control inherits
+SIGINT ignored, and so would every process it starts; Python's own handler is
+put back here, so the children start with SIGINT's default again."""
+
+import signal
 import subprocess
 import sys
 
 import pytest
 from hypothesis import settings
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("aiko", deadline=None, max_examples=200)
 settings.load_profile("aiko")

@@ -173,18 +173,23 @@ def test_joint_angles_recover_the_posture(ah, av):
 def test_control_torques_are_internal_and_match_the_paper(seed):
     """(62)-(64): joint torques act in pairs, so their world-frame sum is zero;
     the kernel equals the literal formula."""
-    from aiko.model.reference import reference_torques
+    from aiko.model.reference import reference_drive_power, reference_torques
 
     rng = np.random.default_rng(seed)
     params, q, u = random_state(rng)
     Rs = np.array([rotation_matrix(qi[3:]) for qi in q])
     refs = rng.uniform(-0.5, 0.5, (params.n - 1, 4))
+    power = np.empty((params.n - 1, 2))
     tau = K.control_torques(Rs, u, refs, params.K_hp, params.K_hd, params.K_vp, params.K_vd,
-                            np.empty((params.n, 3)))
+                            np.empty((params.n, 3)), power)
     total = sum(Rs[i] @ tau[i] for i in range(params.n))
     np.testing.assert_allclose(total, 0.0, atol=1e-10)
     ref = reference_torques(Rs, u, refs, _pars(SnakeModel(params)._par)).reshape(-1, 6)[:, 3:]
     np.testing.assert_allclose(tau, ref, atol=1e-10)
+    # the motors' powers: the dense twin's, and together the torques' power tau_C^T u
+    np.testing.assert_allclose(
+        power, reference_drive_power(Rs, u, refs, _pars(SnakeModel(params)._par)), atol=1e-9)
+    assert power.sum() == pytest.approx(float(np.sum(tau * u[:, 3:])), abs=1e-9)
 
 
 def test_pd_torque_drives_the_joint_toward_its_reference():

@@ -266,6 +266,28 @@ def test_ramp_faults_a_silent_node_and_a_ramp_too_fast():
     assert not any(isinstance(f, Ref) for _, f in bus.sent)  # refused before any REF
 
 
+def test_a_stall_before_the_watch_first_runs_is_not_silence():
+    """The nodes were started, then the trial's other tasks held the PC for
+    0.4 s before the watch first ran: no node is lost for it."""
+    clock, can, sup, events = started()
+    for n in (1, 2):
+        sup.on_frame(clock.now(), Heartbeat(n, NodeState.OPERATIONAL))
+    clock.advance(0.4)
+
+    async def run():
+        task = asyncio.ensure_future(sup.watch())
+        await asyncio.sleep(0)
+        assert sup.fault is None
+        for n in (1, 2):   # the heartbeats sent meanwhile arrive
+            sup.on_frame(clock.now(), Heartbeat(n, NodeState.OPERATIONAL))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert sup.fault is None
+        task.cancel()
+
+    asyncio.run(run())
+
+
 def test_a_stalled_watch_does_not_count_the_stall_as_silence():
     """The PC was not running for 0.35 s (heartbeats unread): the round that
     wakes late does not call the nodes lost, nor do the rounds after it while
