@@ -37,11 +37,23 @@ def add_parser(sub) -> None:
     s.add_argument("--popsize", type=number("popsize", int, lambda v: v >= 2, "be >= 2"),
                    default=None, metavar="N", help="candidates per generation")
     s.add_argument("--seed", type=number("seed", int, lambda v: v >= 0, "be >= 0"), default=1)
+    s.add_argument("--sigma0", type=number("sigma0", float, lambda v: 0 < v <= 1, "lie in (0, 1]"),
+                   default=0.2, metavar="F",
+                   help="CMA-ES's initial step, as a fraction of each bound's width (default 0.2)")
     s.add_argument("--max-duty", type=number("max-duty", float, lambda v: 0 < v <= 1,
                                              "lie in (0, 1]"),
                    default=0.8, metavar="F",
                    help="the largest fraction of the motors' full-duty speed a gait may need "
                         "(default 0.8)")
+    s.add_argument("--max-lift", type=positive("max-lift"), default=0.12, metavar="M",
+                   help="a candidate that lifts a link's centre more than this above its "
+                        "resting height is infeasible (default 0.12 m)")
+    s.add_argument("--backlash-deg", type=number("backlash-deg", float, lambda v: v >= 0,
+                                                 "be >= 0"), default=None, metavar="D",
+                   help="evaluate on the simulated Aiko: emulated modules with this free play "
+                        "driving the model (default: the model alone)")
+    s.add_argument("--servo", choices=("module", "ideal"), default="module",
+                   help="with --backlash-deg: the modules' servo (default module)")
     s.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
                    help="model time step (default: the model's)")
     add_executor_options(s)
@@ -65,7 +77,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                             objective=args.objective, duration=args.duration,
                             mu=parse_mu(args.mu), robust=args.robust, budget=args.budget,
                             popsize=args.popsize, seed=args.seed, max_duty=args.max_duty,
-                            dt=args.dt)
+                            max_lift=args.max_lift, dt=args.dt, sigma0=args.sigma0,
+                            backlash_deg=args.backlash_deg, servo=args.servo)
     try:
         folder = RunFolder.open(args.out, gait, config)
     except OSError as exc:

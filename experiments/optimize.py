@@ -11,7 +11,15 @@ file units: degrees, degrees per second). It is judged in three steps:
    the limits, radians plus the excess fraction of the speed) ranks it.
 2. **Simulated** on the model for ``duration`` s on each floor friction asked
    for. A diverging simulation makes the candidate infeasible (recorded with
-   its error), never a crash.
+   its error), never a crash; so does one that throws a link's centre more
+   than ``max_lift`` above its resting height (a snake tumbling or flailing,
+   far from the motions the model was validated on; the paper's sidewinding
+   lifts its links 5 cm).
+   With ``backlash_deg`` the candidate runs instead on the simulated Aiko:
+   emulated joint modules with that free play and their servo (``servo``)
+   driving the model, fed the references at 10 Hz as a trial streams them;
+   the robot's imperfections the rig models, offline and as fast as it
+   computes (about a third of the model's speed).
 3. **Measured** after the start transient, the first third of the run (the
    soft start and at least one period of the paper's waves): *speed* is the
    centre of mass's straight-line displacement in the ground plane over the
@@ -65,8 +73,14 @@ DEFAULT_BOUNDS: dict[str, tuple[float, float]] = {
 }
 """Search bounds in the gait file's units (deg, deg/s) when none are given."""
 
+PERIOD = 0.1
+"""The reference period of a trial (10 Hz), s."""
+
 INFEASIBLE = 1e6
 """What the strategies are told for an infeasible candidate (plus its violation)."""
+
+PLANT_SOLVER = {"u_tol": 1e-7, "max_iter": 100}
+"""The simulated Aiko's solver settings (:class:`aiko.experiments.plant.PlantParams`)."""
 
 NO_MOTION_COT = 1e3
 """The CoT a candidate that did not move is scored with (it is inf)."""
@@ -92,8 +106,11 @@ class OptimizeConfig:
     budget: int = 200                   # evaluations (candidates) at most
     popsize: int | None = None          # per generation (None: the strategy's default)
     seed: int = 1
-    sigma0: float = 0.25                # CMA-ES's initial step, in the unit box
+    sigma0: float = 0.2                 # CMA-ES's initial step, in the unit box
     max_duty: float = 0.8               # of the motors' full-duty speed
+    max_lift: float = 0.12              # m, a link's centre above its resting height
+    backlash_deg: float | None = None   # evaluate on the simulated Aiko with this free play
+    servo: str = "module"               # its modules' servo (with backlash_deg)
     n: int = 11
     dt: float | None = None             # model step (None: the default)
 
@@ -165,23 +182,58 @@ def _violation(report, max_duty: float) -> float:
     return v
 
 
-def _measure(res, duration: float) -> dict:
-    t_from = duration / 3.0
-    i = min(int(np.searchsorted(res.t, t_from - 1e-9)), res.t.size - 1)
-    c = res.com()
-    d = float(np.hypot(*(c[-1, :2] - c[i, :2])))
-    span = float(res.t[-1] - res.t[i])
-    work = float(res.work[-1] - res.work[i])
-    if not (np.all(np.isfinite(c)) and math.isfinite(work)):
+def _measure(t, positions, work, weight: float, duration: float, max_lift: float,
+             rest: float) -> dict:
+    """Speed and CoT (module docstring) from samples t (k,), positions
+    (k, n, 3), cumulative work (k,); weight = m g of the whole snake, N."""
+    if not (np.all(np.isfinite(positions)) and np.all(np.isfinite(work))):
         raise FloatingPointError("the simulation diverged (non-finite state)")
+    lift = float(np.max(positions[:, :, 2])) - rest
+    if lift > max_lift:
+        raise _Tumbled(lift, max_lift)
+    i = min(int(np.searchsorted(t, duration / 3.0 - 1e-9)), t.size - 1)
+    c = positions.mean(axis=1)
+    d = float(np.hypot(*(c[-1, :2] - c[i, :2])))
+    span = float(t[-1] - t[i])
+    w = float(work[-1] - work[i])
     return {"speed_m_s": d / span if span > 0 else 0.0,
-            "cot": work / (res.mass * res.gravity * d) if d > 0 else math.inf,
-            "work_J": work, "distance_m": d}
+            "cot": w / (weight * d) if d > 0 else math.inf, "work_J": w, "distance_m": d}
+
+
+def _simulate(model: SnakeModel, g: Gait, duration: float, backlash_deg: float | None,
+              servo: str):
+    """(t, positions, work) of the gait on the model, or, with ``backlash_deg``,
+    on the simulated Aiko (emulated modules with that free play and ``servo``
+    driving the model) fed the references at 10 Hz as the streamer sends them."""
+    if backlash_deg is None:
+        res = simulate_gait(model, g, duration, rate=20.0)
+        return res.t, res.positions, res.work
+    from aiko.control.gait import references, soft_start_times
+
+    from .plant import drive_plant
+    from .simulate import initial_state_for_gait
+
+    nj = model.n - 1
+    t_refs = np.arange(int(math.ceil(duration / PERIOD - 1e-9))) * PERIOD
+    refs = references(g, t_refs, nj, t_start=soft_start_times(g, nj))
+    run = drive_plant(model, initial_state_for_gait(model, g), t_refs, refs, duration,
+                      math.radians(backlash_deg), servo)
+    return run.t, run.positions, run.work
+
+
+class _Tumbled(Exception):
+    def __init__(self, lift: float, limit: float) -> None:
+        self.lift = lift
+        self.limit = limit
+        super().__init__(f"a link rose {100 * lift:.0f} cm above its resting height "
+                         f"(limit {100 * limit:.0f} cm)")
 
 
 def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
                        mu: Sequence[float] = (), robust: str = "worst", n: int = 11,
-                       max_duty: float = 0.8, dt: float | None = None) -> dict:
+                       max_duty: float = 0.8, dt: float | None = None,
+                       max_lift: float = 0.12, backlash_deg: float | None = None,
+                       servo: str = "module") -> dict:
     """One candidate: feasibility, simulation on each friction, the measures
     (module docstring). A dict with the keys of HISTORY_KEYS that concern it
     (feasible, speed_m_s, cot, work_J, distance_m, violation, reason, wall_s)
@@ -210,13 +262,21 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
             kw["mu_x"] = kw["mu_y"] = m
         else:
             kw.update({k: getattr(g, k) for k in ("mu_x", "mu_y") if getattr(g, k) is not None})
-        solver = SolverParams() if dt is None else SolverParams(dt=dt)
+        solver = SolverParams() if backlash_deg is None else SolverParams(**PLANT_SOLVER)
+        if dt is not None:
+            solver = replace(solver, dt=dt)
         try:
             model = SnakeModel(SnakeParams(**kw), solver)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                res = simulate_gait(model, g, duration, rate=20.0)
-            per.append(_measure(res, duration))
+                t, positions, work = _simulate(model, g, duration, backlash_deg, servo)
+            p = model.params
+            per.append(_measure(t, positions, work, p.n * p.m * p.g, duration, max_lift,
+                                p.L_SC))
+        except _Tumbled as exc:
+            row.update(violation=1.0 + exc.lift / exc.limit, wall_s=time.perf_counter() - w0,
+                       reason=f"tumbled: {exc}" + (f" (mu {m:g})" if m is not None else ""))
+            return row
         except (AikoError, FloatingPointError, ValueError, ZeroDivisionError) as exc:
             row.update(violation=1.0, wall_s=time.perf_counter() - w0,
                        reason=f"diverged: {type(exc).__name__}: {exc}"
@@ -337,6 +397,25 @@ class _Batches:
         return out
 
 
+class _OwnRandom:
+    """The strategies draw from numpy's global random state (``cma`` and
+    ``pymoo`` seed it); this keeps their draws apart from anything else in the
+    process (a Dask client, a caller), so a search is the same wherever its
+    candidates run: ``with rng:`` around each of their calls."""
+
+    def __init__(self, seed: int) -> None:
+        self._state = np.random.RandomState(seed).get_state()
+        self._outer = None
+
+    def __enter__(self) -> None:
+        self._outer = np.random.get_state()
+        np.random.set_state(self._state)
+
+    def __exit__(self, *exc) -> None:
+        self._state = np.random.get_state()
+        np.random.set_state(self._outer)
+
+
 def _cma(config: OptimizeConfig, x0: np.ndarray, batches: _Batches, budget: int) -> str:
     import cma
 
@@ -348,14 +427,20 @@ def _cma(config: OptimizeConfig, x0: np.ndarray, batches: _Batches, budget: int)
     if d == 1:
         raise OptimizeError("CMA-ES needs at least two varied parameters "
                             "(one alone: use aiko sweep)")
+    rng = _OwnRandom(config.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # cma's notes on small populations, flat fitness
-        es = cma.CMAEvolutionStrategy(list(np.clip(x0, 0.0, 1.0)), config.sigma0, opts)
+        with rng:
+            es = cma.CMAEvolutionStrategy(list(np.clip(x0, 0.0, 1.0)), config.sigma0, opts)
         generation = 0
-        while not es.stop() and len(batches.history) < budget:
-            Z = es.ask()
+        while len(batches.history) < budget:
+            with rng:
+                if es.stop():
+                    break
+                Z = es.ask()
             rows = batches(generation, Z)
-            es.tell(Z, [objective_values(r, config.objective)[0] for r in rows])
+            with rng:
+                es.tell(Z, [objective_values(r, config.objective)[0] for r in rows])
             generation += 1
         stop = es.stop()
     return ", ".join(f"{k} {v}" for k, v in stop.items()) if stop else "budget"
@@ -376,17 +461,21 @@ def _nsga2(config: OptimizeConfig, x0: np.ndarray, batches: _Batches, budget: in
     rng = np.random.default_rng(config.seed)
     X0 = np.vstack([x0, rng.uniform(0.0, 1.0, (pop_size - 1, d))])
     algorithm = NSGA2(pop_size=pop_size, sampling=X0 if pop_size > 1 else FloatRandomSampling())
-    algorithm.setup(problem, termination=NoTermination(), seed=config.seed, verbose=False)
+    rng = _OwnRandom(config.seed)
+    with rng:
+        algorithm.setup(problem, termination=NoTermination(), seed=config.seed, verbose=False)
     generation = 0
     while len(batches.history) < budget:
-        pop = algorithm.ask()
+        with rng:
+            pop = algorithm.ask()
         Z = pop.get("X")
         rows = batches(generation, Z)
         F = np.array([objective_values(r, "both") for r in rows])
         G = np.array([[0.0 if r["feasible"] else max(float(r["violation"]), 1e-6)]
                       for r in rows])
-        Evaluator().eval(StaticProblem(problem, F=F, G=G), pop)
-        algorithm.tell(infills=pop)
+        with rng:
+            Evaluator().eval(StaticProblem(problem, F=F, G=G), pop)
+            algorithm.tell(infills=pop)
         generation += 1
     return "budget"
 
@@ -409,7 +498,8 @@ def run_optimization(gait: Gait, config: OptimizeConfig, executor=None,
     if evaluate is None:
         def evaluate(points: list[dict]) -> list[dict]:
             args = [(gait, p, config.duration, config.mu, config.robust, config.n,
-                     config.max_duty, config.dt) for p in points]
+                     config.max_duty, config.dt, config.max_lift, config.backlash_deg,
+                     config.servo) for p in points]
             if executor is None:
                 return [evaluate_candidate(*a) for a in args]
             futures = [executor.submit(evaluate_candidate, *a) for a in args]

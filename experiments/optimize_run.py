@@ -87,7 +87,8 @@ class RunFolder:
             return folder
         start = {k: math.degrees(getattr(gait, k)) for k in config.vary}
         start_row = evaluate_candidate(gait, start, config.duration, config.mu, config.robust,
-                                       config.n, config.max_duty, config.dt)
+                                       config.n, config.max_duty, config.dt, config.max_lift,
+                                       config.backlash_deg, config.servo)
         start_row = {**start, **start_row}
         settings.write_text(json.dumps({"search": search, "start": start_row}, indent=1,
                                        default=float) + "\n")
@@ -149,10 +150,11 @@ def convergence_figure(result: OptimizationResult, start: dict, title: str):
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
     for ax, (key, label, y, better) in zip(axes, panels, strict=True):
         yy = np.where(ok & np.isfinite(y), y, np.nan)
-        ax.plot(ev[ok], yy[ok], "o", ms=3, color="#8a9bb8", label="feasible candidates")
         run = better.accumulate(np.where(np.isnan(yy), -np.inf if key == "speed" else np.inf, yy))
         run = np.where(np.isfinite(run), run, np.nan)
-        ax.plot(ev, run, "-", color="#1f4e9c", lw=2, label="best so far")
+        ax.plot(ev, run, "-", color="#1f4e9c", lw=2, label="best so far", zorder=2)
+        ax.plot(ev[ok], yy[ok], "o", ms=3.5, color="#e08a2c", label="feasible candidates",
+                zorder=3)
         s0 = start.get("speed_m_s" if key == "speed" else "cot")
         if start.get("feasible") and s0 is not None and math.isfinite(s0):
             ax.axhline(s0 * (100 if key == "speed" else 1), color="#c0392b", ls="--", lw=1.2,
@@ -201,8 +203,8 @@ def write_outputs(out: Path, gait: Gait, result: OptimizationResult, start: dict
     files = [out / _HISTORY]
     what = {"speed": "speed", "cot": "cost of transport", "both": "speed and CoT"}[cfg.objective]
     mu = f"mu {','.join(f'{m:g}' for m in cfg.mu)} ({cfg.robust})" if cfg.mu else "its own mu"
-    title = (f"{gait.name}: {what} over {', '.join(cfg.vary)}; {cfg.duration:g} s on {mu}; "
-             f"{result.evaluations} evaluations")
+    title = (f"{gait.name}: {what}, {result.evaluations} evaluations\n"
+             f"over {', '.join(cfg.vary)}; {cfg.duration:g} s on {mu}")
     if result.best is not None:
         b = result.best
         f = out / "best.toml"

@@ -30,11 +30,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiko.control.gait import JOINT_LIMIT
+from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModelParams, JointModule
+from aiko.firmware_interface.protocol import NmtCommand
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeState, SolverParams
 from aiko.model.errors import ParameterError
 
-__all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz"]
+__all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz", "drive_plant", "PlantRun",
+           "PLANT_TICK"]
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,7 @@ class SimulatedAiko:
         self.steps = 0
         self.iterations = 0
         self.unconverged = 0
+        self.work = 0.0          # the drives' positive work, J (StepStats.work)
         self._angles = model.joint_angles(self.state)       # (n-1, 4)
         for m, a in zip(self.modules, self._angles, strict=True):
             m.set_angles(a[0], a[1])
@@ -186,6 +191,7 @@ class SimulatedAiko:
         self.steps += st.steps
         self.iterations += st.iterations
         self.unconverged += st.unconverged
+        self.work += st.work
         self._angles = self.model.joint_angles(self.state)
         for mod, a in zip(self.modules, self._angles, strict=True):
             mod.set_link_angles(a[0], a[1])
@@ -238,3 +244,72 @@ class MocapView:
         if self.noise_mm > 0:
             pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
         return {f"{self.prefix}{i + 1}": (*pos[i], *rot[i]) for i in range(pos.shape[0])}
+
+
+PLANT_TICK = 0.002
+"""The emulated modules' tick (s) when a plant is driven offline."""
+
+
+@dataclass
+class PlantRun:
+    """Samples of :func:`drive_plant`: t (k,) s from its start, positions
+    (k, n, 3) m, the drives' positive work since the start (k,) J, and the
+    solver's counters."""
+
+    t: np.ndarray
+    positions: np.ndarray
+    work: np.ndarray
+    steps: int
+    iterations: int
+    unconverged: int
+
+
+def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: np.ndarray,
+                end: float, backlash: float = 0.0, servo: str = "ideal",
+                rate: float = 20.0) -> PlantRun:
+    """References (k, nodes, 4) sent at t_refs (k,) s, each as REF frames then a
+    SYNC (as the streamer sends them; clamped to the joint limits by the
+    codec's range), into fresh emulated joint modules (free play ``backlash``
+    rad, ``servo`` "module" or "ideal") whose motors drive ``model`` from
+    ``state`` (time 0) for ``end`` s, ticking every PLANT_TICK; sampled at
+    ``rate`` Hz. Offline: as fast as it computes."""
+    jp = JointModelParams(backlash=backlash, ideal=servo == "ideal")
+    modules = [JointModule(i, params=jp) for i in range(1, model.n)]
+    for m in modules:
+        m.power_up(-1.0)
+        m.receive(-1.0, *encode(Nmt(NmtCommand.START, 0)))
+    plant = SimulatedAiko(model, modules, state.copy())
+    plant.state.t = 0.0
+    lo = np.array([-JOINT_LIMIT, -JOINT_LIMIT, -np.inf, -np.inf])
+    hi = -lo
+    sample_dt = 1.0 / rate
+    times, pos, work = [0.0], [plant.positions().copy()], [0.0]
+    k = 0
+    t = 0.0
+    next_sample = sample_dt
+    counter = 0
+    while t < end - 1e-12:
+        t = min(t + PLANT_TICK, end)
+        while k < len(t_refs) and t_refs[k] <= t + 1e-12:
+            if t_refs[k] >= 0:
+                tk = float(t_refs[k])
+                for m in modules:
+                    m.tick(tk)
+                for node, r in enumerate(refs[k], start=1):
+                    frame = encode(Ref(node, *map(float, np.clip(r, lo, hi))))
+                    modules[node - 1].receive(tk, *frame)
+                sync = encode(Sync(counter % 256))
+                counter += 1
+                for m in modules:
+                    m.receive(tk, *sync)
+            k += 1
+        for m in modules:
+            m.tick(t)
+        plant.advance(t)
+        while next_sample <= plant.t + 1e-9:
+            times.append(next_sample)
+            pos.append(plant.positions().copy())
+            work.append(plant.work)
+            next_sample += sample_dt
+    return PlantRun(np.array(times), np.array(pos), np.array(work), plant.steps,
+                    plant.iterations, plant.unconverged)

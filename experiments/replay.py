@@ -29,10 +29,6 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.control.gait import JOINT_LIMIT
-from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
-from aiko.firmware_interface.emulator import JointModelParams, JointModule
-from aiko.firmware_interface.protocol import NmtCommand
 from aiko.model import SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
 
@@ -46,7 +42,6 @@ __all__ = ["ReplayError", "ReplayInput", "load_replay", "replay_model", "replay_
 
 LINK = 6
 SAMPLE_RATE = 20.0
-_PLANT_TICK = 0.002
 
 
 class ReplayError(AikoError):
@@ -214,52 +209,17 @@ def replay_plant(inp: ReplayInput, params: SnakeParams | None = None,
                  servo: str = "ideal", delay: float = 0.0) -> tuple[Paths, dict]:
     """The logged REF and SYNC frames, at their send times, into emulated
     joint modules (free play ``backlash`` rad, ``servo`` "module" or "ideal")
-    whose motors drive the model (:class:`SimulatedAiko`); (paths, statistics)."""
-    from .plant import SimulatedAiko
+    whose motors drive the model (:func:`aiko.experiments.plant.drive_plant`);
+    (paths, statistics)."""
+    from .plant import drive_plant
 
     params = inp.params if params is None else params
     model = SnakeModel(params, solver or SolverParams())
-    jp = JointModelParams(backlash=backlash, ideal=servo == "ideal")
-    modules = [JointModule(i, params=jp) for i in range(1, inp.nodes + 1)]
-    for m in modules:
-        m.power_up(-1.0)
-        m.receive(-1.0, *encode(Nmt(NmtCommand.START, 0)))
-    plant = SimulatedAiko(model, modules, model.state_from_q(inp.q0, t=0.0))
-    t_rel = inp.t_refs - inp.t0
-    end = inp.t_end - inp.t0
-    sample_dt = 1.0 / SAMPLE_RATE
+    run = drive_plant(model, model.state_from_q(inp.q0, t=0.0), inp.t_refs - inp.t0, inp.refs,
+                      inp.t_end - inp.t0, backlash, servo, SAMPLE_RATE)
     link = min(LINK, params.n) - 1   # link 6, or the last of a shorter snake
-    times, pos = [0.0], [plant.positions()[link].copy()]
-    k = 0
-    t = 0.0
-    next_sample = sample_dt
-    counter = 0
-    while t < end - 1e-12:
-        t = min(t + _PLANT_TICK, end)
-        while k < len(t_rel) and t_rel[k] <= t + 1e-12:
-            if t_rel[k] >= 0:
-                for m in modules:
-                    m.tick(float(t_rel[k]))
-                for node, r in enumerate(inp.refs[k], start=1):
-                    r = np.clip(r, [-JOINT_LIMIT, -JOINT_LIMIT, -np.inf, -np.inf],
-                                [JOINT_LIMIT, JOINT_LIMIT, np.inf, np.inf])
-                    frame = encode(Ref(node, *map(float, r)))
-                    modules[node - 1].receive(float(t_rel[k]), *frame)
-                sync = encode(Sync(counter % 256))
-                counter += 1
-                for m in modules:
-                    m.receive(float(t_rel[k]), *sync)
-            k += 1
-        for m in modules:
-            m.tick(t)
-        plant.advance(t)
-        while next_sample <= plant.t + 1e-9:
-            times.append(next_sample)
-            pos.append(plant.positions()[link].copy())
-            next_sample += sample_dt
-    stats = {"steps": plant.steps, "iterations": plant.iterations,
-             "unconverged": plant.unconverged}
-    return _paths(inp, np.array(times) + inp.t0, np.array(pos), delay), stats
+    stats = {"steps": run.steps, "iterations": run.iterations, "unconverged": run.unconverged}
+    return _paths(inp, run.t + inp.t0, run.positions[:, link], delay), stats
 
 
 def with_friction(params: SnakeParams, mu_x: float | None, mu_y: float | None) -> SnakeParams:
