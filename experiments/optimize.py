@@ -19,7 +19,7 @@ file units: degrees, degrees per second). It is judged in three steps:
    emulated joint modules with that free play and their servo (``servo``)
    driving the model, fed the references at 10 Hz as a trial streams them;
    the robot's imperfections the rig models, offline and as fast as it
-   computes (about a third of the model's speed).
+   computes (about half the model's speed).
 3. **Measured** after the start transient, the first third of the run (the
    soft start and at least one period of the paper's waves): *speed* is the
    centre of mass's straight-line displacement in the ground plane over the
