@@ -23,11 +23,13 @@ def test_csv_has_the_contracted_columns_and_rows(tmp_path):
         rows = list(csv.reader(f))
     header = rows[0]
     assert header == ["t", "x1", "y1", "z1", "x2", "y2", "z2", "x3", "y3", "z3", "x4", "y4", "z4",
-                      "ah1", "ah2", "ah3", "av1", "av2", "av3"]
+                      "ah1", "ah2", "ah3", "av1", "av2", "av3", "work_J"]
     data = np.array(rows[1:], dtype=float)
     np.testing.assert_allclose(data[:, 0], np.arange(6) * 0.1, atol=1e-12)
     assert np.all(np.isfinite(data))
     assert data[0, 3] == pytest.approx(0.0525)  # resting on the ground at t = 0
+    # the drives' work: zero at the start, never decreasing, some by the end
+    assert data[0, -1] == 0 and np.all(np.diff(data[:, -1]) >= 0) and data[-1, -1] > 0
 
 
 def test_summary_reports_link6_iterations_and_speed(capsys):
