@@ -26,6 +26,7 @@ import numpy as np
 
 from aiko.model.errors import AikoError
 
+from .bounds import parse_bounds_spec
 from .compare import ComparisonError, Paths, compare_paths
 from .replay import ReplayInput
 from .replay_files import shifted, simulate_replay
@@ -56,24 +57,8 @@ def check_names(names: list[str]) -> None:
 def parse_bounds(spec: str | None, names: list[str]) -> dict[str, tuple[float, float]]:
     """``"mu=0.05:0.6,backlash=0:8"`` over the defaults; FitError for bad input."""
     check_names(names)
-    out = {n: FIT_BOUNDS[n] for n in names}
-    if not spec:
-        return out
-    for item in spec.split(","):
-        name, sep, rng = item.partition("=")
-        lo, sep2, hi = rng.partition(":")
-        name = name.strip()
-        if not sep or not sep2 or name not in out:
-            raise FitError(f"--bounds {item!r}: expected NAME=LO:HI with NAME one of "
-                           f"{', '.join(names)}")
-        try:
-            a, b = float(lo), float(hi)
-        except ValueError:
-            raise FitError(f"--bounds {item!r}: LO and HI must be numbers") from None
-        if not (math.isfinite(a) and math.isfinite(b) and a < b):
-            raise FitError(f"--bounds {item!r}: need finite LO < HI")
-        out[name] = (a, b)
-    return out
+    return parse_bounds_spec(spec, {n: FIT_BOUNDS[n] for n in names}, FitError,
+                             f"--params {','.join(names)}")
 
 
 def _physics(values: dict, options: dict) -> dict:

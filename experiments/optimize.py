@@ -56,6 +56,7 @@ from aiko.control.preflight import OMEGA_MAX, preflight
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
 
+from .bounds import parse_bounds_spec
 from .simulate import simulate_gait
 
 __all__ = ["OptimizeError", "OptimizeConfig", "DEFAULT_BOUNDS", "VARY_KEYS", "INFEASIBLE",
@@ -136,24 +137,8 @@ def parse_vary(spec: str) -> tuple[str, ...]:
 
 def parse_bounds(spec: str | None, vary: Sequence[str]) -> dict[str, tuple[float, float]]:
     """``"A_h=10:40,omega_h=30:150"`` over the defaults; OptimizeError names the item."""
-    bounds = {k: DEFAULT_BOUNDS[k] for k in vary}
-    for item in (s.strip() for s in (spec or "").split(",") if s.strip()):
-        name, sep, rng = item.partition("=")
-        name = name.strip()
-        parts = rng.split(":")
-        if not sep or len(parts) != 2:
-            raise OptimizeError(f"--bounds {item!r}: expected NAME=LO:HI")
-        if name not in bounds:
-            raise OptimizeError(f"--bounds {item!r}: {name} is not varied "
-                                f"(--vary {','.join(vary)})")
-        try:
-            lo, hi = float(parts[0]), float(parts[1])
-        except ValueError:
-            raise OptimizeError(f"--bounds {item!r}: LO and HI must be numbers") from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise OptimizeError(f"--bounds {item!r}: need finite LO < HI")
-        bounds[name] = (lo, hi)
-    return bounds
+    return parse_bounds_spec(spec, {k: DEFAULT_BOUNDS[k] for k in vary}, OptimizeError,
+                             f"the varied (--vary {','.join(vary)})")
 
 
 def parse_mu(spec: str | None) -> tuple[float, ...]:

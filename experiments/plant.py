@@ -116,6 +116,14 @@ class SimulatedAiko:
     ``model.n - 1`` of them. :meth:`advance` steps the physics to time t (the
     modules' clock, s) with the motors' motion over the interval, then hands
     the links' angles back to the modules.
+
+    Where the physics runs behind the modules (the simulated rig on a busy
+    machine), :meth:`note_motors` records the motors' angles at each of the
+    modules' ticks, and the steps take the motor angle of their own time from
+    that record: a lagging plant computes the same motion, later, instead of
+    pulling the links toward where the motors are by now. Without a record
+    the motor moves linearly from where the physics last saw it to its angle
+    now (exact when the physics keeps up, as offline).
     """
 
     def __init__(self, model: SnakeModel, modules: list[JointModule],
@@ -134,6 +142,8 @@ class SimulatedAiko:
         for m, a in zip(self.modules, self._angles, strict=True):
             m.set_angles(a[0], a[1])
         self._theta = self._motor_angles()
+        self._record_t: deque[float] = deque()
+        self._record_theta: deque[np.ndarray] = deque()   # (n-1, 2, 2): angles, speeds
         self._half = np.array([[0.5 * m.params.backlash] * 2 for m in self.modules])
 
     @property
@@ -154,6 +164,38 @@ class SimulatedAiko:
     def rotations(self) -> np.ndarray:
         return self.model.rotations(self.state)
 
+    def note_motors(self, t: float) -> None:
+        """Record the motors' angles at the modules' time t (s), after a tick."""
+        self._record_t.append(t)
+        self._record_theta.append(np.stack([self._motor_angles(), self._motor_speeds()], axis=-1))
+        while self._record_t and self._record_t[0] <= self.state.t:
+            self._record_t.popleft()     # the physics is past it
+            self._record_theta.popleft()
+
+    def _motor_speeds(self) -> np.ndarray:
+        return np.array([mod.motor_speeds for mod in self.modules], dtype=float).reshape(-1, 2)
+
+    def _recorded_motors(self, m: int) -> np.ndarray | None:
+        """Motor angles and speeds (m, n-1, 2, 2) at the next m step times: the
+        angle interpolated between the physics' last one and the recorded
+        ticks after it, the speed as recorded at the end of each tick's
+        interval (as a plant that keeps up sees it); None where the record does
+        not reach the last step."""
+        t0 = self.state.t
+        later = [(t, th) for t, th in zip(self._record_t, self._record_theta, strict=True)
+                 if t > t0 + 1e-9]
+        t_steps = t0 + self.model.dt * np.arange(1, m + 1)
+        if not later or later[-1][0] < t_steps[-1] - 0.5 * self.model.dt:
+            return None
+        ts = np.array([t0] + [t for t, _ in later])
+        th = np.stack([later[0][1]] + [x for _, x in later])       # (k, n-1, 2, 2)
+        th[0, ..., 0] = self._theta
+        i = np.clip(np.searchsorted(ts - 1e-9, t_steps), 1, len(ts) - 1)
+        w = np.clip((t_steps - ts[i - 1]) / np.maximum(ts[i] - ts[i - 1], 1e-12), 0.0, 1.0)
+        out = th[i].copy()
+        out[..., 0] = th[i - 1, ..., 0] + (th[i, ..., 0] - th[i - 1, ..., 0]) * w[:, None, None]
+        return out
+
     def step_references(self, m: int, total: int | None = None) -> np.ndarray:
         """References (m, n-1, 4) for the PD law over the next m of ``total``
         steps to the modules' present: the motor angle moves linearly from where
@@ -161,14 +203,18 @@ class SimulatedAiko:
         edge of the free play around it, or left alone inside the play or by a
         limp motor."""
         total = m if total is None else total
-        theta_new = self._motor_angles()
-        frac = (np.arange(1, m + 1) / total)[:, None, None]
-        theta = self._theta[None] + (theta_new - self._theta)[None] * frac     # (m, n-1, 2)
+        recorded = self._recorded_motors(m)
+        if recorded is None:
+            theta_new = self._motor_angles()
+            frac = (np.arange(1, m + 1) / total)[:, None, None]
+            theta = self._theta[None] + (theta_new - self._theta)[None] * frac  # (m, n-1, 2)
+            speed = self._motor_speeds()[None]
+        else:
+            theta, speed = recorded[..., 0], recorded[..., 1]
         link = self._angles[:, :2][None]
         link_rate = self._angles[:, 2:][None]
         ref = np.clip(link, theta - self._half[None], theta + self._half[None])
         engaged = ref != link
-        speed = np.array([mod.motor_speeds for mod in self.modules]).reshape(-1, 2)[None]
         rate = np.where(engaged, speed, link_rate)
         driven = np.array([mod.motors_driven for mod in self.modules]).reshape(-1, 2)[None]
         out = np.empty((m, len(self.modules), 4))

@@ -108,6 +108,7 @@ class SimulatedRig:
 
     def _after_tick(self, now: float) -> None:
         aiko = self.aiko
+        aiko.note_motors(now)
         stop = time.monotonic() + UPDATE_BUDGET
         while aiko.advance(now, CHUNK_STEPS) and time.monotonic() < stop:
             pass

@@ -185,7 +185,7 @@ def test_on_the_simulated_aiko_the_free_play_is_in_the_score():
 def test_bad_requests_are_one_line_errors():
     with pytest.raises(OptimizeError, match="unknown 'speed'"):
         parse_vary("A_h,speed")
-    with pytest.raises(OptimizeError, match="A_v is not varied"):
+    with pytest.raises(OptimizeError, match="A_v is not one of the varied"):
         parse_bounds("A_v=0:10", ["A_h"])
     with pytest.raises(OptimizeError, match="need finite LO < HI"):
         parse_bounds("A_h=30:10", ["A_h"])
