@@ -165,14 +165,17 @@ class Supervisor:
         self._stalls = (self._stalls + [(end, duration)])[-64:]
 
     def heartbeat_age(self, n: int, now: float) -> float:
-        """Seconds since node ``n`` was last heard (since the start if never),
-        not counting the time this process stood still meanwhile: a heartbeat
+        """Seconds since node ``n`` was last heard (since the nodes were
+        started, at the most), not counting the time this process stood still meanwhile: a heartbeat
         cannot be read while the PC is stalled, nor in the moment after, as it
         crosses the bus threads."""
         h = self.health[n]
-        last = h.last_heartbeat if h.last_heartbeat is not None else self.started_at
-        if last is None:
+        if self.started_at is None:
             return math.inf
+        # the watch starts with the nodes: a heartbeat heard at bring-up counts
+        # as heard then (the PC may have stood still between the two)
+        last = max(h.last_heartbeat if h.last_heartbeat is not None else self.started_at,
+                   self.started_at)
         stalled = sum(min(d, end - last) for end, d in self._stalls if end > last)
         return now - last - stalled
 

@@ -115,6 +115,20 @@ class OptimizeConfig:
     n: int = 11
     dt: float | None = None             # model step (None: the default)
 
+    def __post_init__(self) -> None:
+        if self.objective not in ("speed", "cot", "both"):
+            raise OptimizeError(f"--objective {self.objective!r}: speed, cot or both")
+        if self.robust not in ("worst", "mean"):
+            raise OptimizeError(f"--robust {self.robust!r}: worst or mean")
+        if self.budget < 1:
+            raise OptimizeError("--budget must be >= 1")
+        if self.objective != "both" and len(self.vary) < 2:
+            raise OptimizeError("CMA-ES needs at least two varied parameters "
+                                "(one alone: use aiko sweep)")
+        missing = [k for k in self.vary if k not in self.bounds]
+        if missing:
+            raise OptimizeError(f"no bounds for {', '.join(missing)}")
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["vary"] = list(self.vary)
@@ -404,14 +418,10 @@ class _OwnRandom:
 def _cma(config: OptimizeConfig, x0: np.ndarray, batches: _Batches, budget: int) -> str:
     import cma
 
-    d = len(config.vary)
     opts = {"bounds": [0.0, 1.0], "seed": config.seed, "verbose": -9,
             "maxfevals": budget, "tolfun": 1e-9, "tolx": 1e-6}
     if config.popsize:
         opts["popsize"] = config.popsize
-    if d == 1:
-        raise OptimizeError("CMA-ES needs at least two varied parameters "
-                            "(one alone: use aiko sweep)")
     rng = _OwnRandom(config.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # cma's notes on small populations, flat fitness
@@ -474,12 +484,6 @@ def run_optimization(gait: Gait, config: OptimizeConfig, executor=None,
     new evaluation as it is recorded; ``evaluate(points)`` replaces the model
     (tests: a known objective), otherwise candidates run on ``executor`` (in
     this process when None)."""
-    if config.objective not in ("speed", "cot", "both"):
-        raise OptimizeError(f"--objective {config.objective!r}: speed, cot or both")
-    if config.robust not in ("worst", "mean"):
-        raise OptimizeError(f"--robust {config.robust!r}: worst or mean")
-    if config.budget < 1:
-        raise OptimizeError("--budget must be >= 1")
     if evaluate is None:
         def evaluate(points: list[dict]) -> list[dict]:
             args = [(gait, p, config.duration, config.mu, config.robust, config.n,

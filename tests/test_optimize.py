@@ -191,6 +191,11 @@ def test_bad_requests_are_one_line_errors():
         parse_bounds("A_h=30:10", ["A_h"])
     with pytest.raises(OptimizeError, match="frictions must be finite and > 0"):
         parse_mu("0.2,-1")
+    with pytest.raises(OptimizeError, match="CMA-ES needs at least two varied parameters"):
+        OptimizeConfig(vary=("A_h",), bounds=parse_bounds(None, ["A_h"]))
+    with pytest.raises(OptimizeError, match="--objective 'fast'"):
+        OptimizeConfig(vary=("A_h", "A_v"), bounds=parse_bounds(None, ["A_h", "A_v"]),
+                       objective="fast")
 
 
 def aiko(*args, timeout=600):

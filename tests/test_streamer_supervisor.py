@@ -266,6 +266,25 @@ def test_ramp_faults_a_silent_node_and_a_ramp_too_fast():
     assert not any(isinstance(f, Ref) for _, f in bus.sent)  # refused before any REF
 
 
+def test_a_stall_before_the_start_is_not_silence():
+    """The heartbeats bring-up read were sent before the PC stood still for
+    0.4 s (a garbage collection of a large heap): the nodes were started after
+    it, and are judged from then."""
+    clock = VirtualClock()
+    can = FakeCan(clock)
+    can.inbox = [rx(clock, Heartbeat(n, NodeState.PRE_OPERATIONAL)) for n in (1, 2)]
+    sup = Supervisor(can, [1, 2], clock, FaultPolicy())
+    t_heard = clock.now()
+    clock.advance(0.4)                          # the stall, with the frames waiting
+    asyncio.run(sup.bring_up())
+    assert sup.health[1].last_heartbeat == pytest.approx(t_heard)
+    assert sup.check() is None and sup.nodes_ok() == 2
+    clock.advance(0.25)
+    assert sup.check() is None                  # 0.25 s since the start
+    clock.advance(0.1)
+    assert sup.check().kind == "lost_node"      # 0.35 s since the start, nothing heard
+
+
 def test_a_stall_before_the_watch_first_runs_is_not_silence():
     """The nodes were started, then the trial's other tasks held the PC for
     0.4 s before the watch first ran: no node is lost for it."""
