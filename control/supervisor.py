@@ -166,9 +166,9 @@ class Supervisor:
 
     def heartbeat_age(self, n: int, now: float) -> float:
         """Seconds since node ``n`` was last heard (since the nodes were
-        started, at the most), not counting the time this process stood still meanwhile: a heartbeat
-        cannot be read while the PC is stalled, nor in the moment after, as it
-        crosses the bus threads."""
+        started, at the most), not counting the time this process stood still
+        meanwhile: a heartbeat cannot be read while the PC is stalled, nor in
+        the moment after, as it crosses the bus threads."""
         h = self.health[n]
         if self.started_at is None:
             return math.inf
