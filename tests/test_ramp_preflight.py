@@ -51,7 +51,7 @@ def test_ramp_moves_every_joint_continuously_to_its_goal(rows, speed):
                                atol=1e-12)
     assert ramp_peak_speed(refs) <= speed * (1 + 1e-9)
     # not a period longer than the speed asks for
-    assert PEAK_SPEED_FACTOR * dist / (duration - T) > speed * (1 - 1e-9) or k == 1
+    assert k == 1 or PEAK_SPEED_FACTOR * dist / (duration - T) > speed * (1 - 1e-9)
 
 
 def test_ramp_shapes_are_checked():
