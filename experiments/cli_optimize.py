@@ -33,7 +33,9 @@ def add_parser(sub) -> None:
     s.add_argument("--robust", choices=("worst", "mean"), default="worst",
                    help="over several --mu: score the worst (default) or the mean")
     s.add_argument("--budget", type=number("budget", int, lambda v: v >= 1, "be >= 1"),
-                   default=200, metavar="N", help="candidates at most (default 200)")
+                   default=200, metavar="N",
+                   help="candidates (default 200), in whole generations: the last may "
+                        "go beyond it")
     s.add_argument("--popsize", type=number("popsize", int, lambda v: v >= 2, "be >= 2"),
                    default=None, metavar="N", help="candidates per generation")
     s.add_argument("--seed", type=number("seed", int, lambda v: v >= 0, "be >= 0"), default=1)

@@ -104,7 +104,7 @@ class OptimizeConfig:
     duration: float = 12.0              # s simulated per candidate and friction
     mu: tuple[float, ...] = ()          # floor frictions (isotropic); () the gait's own
     robust: str = "worst"               # worst or mean over mu
-    budget: int = 200                   # evaluations (candidates) at most
+    budget: int = 200                   # candidates; the last generation may go beyond
     popsize: int | None = None          # per generation (None: the strategy's default)
     seed: int = 1
     sigma0: float = 0.2                 # CMA-ES's initial step, in the unit box

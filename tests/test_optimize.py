@@ -231,6 +231,34 @@ def test_aiko_optimize_writes_its_outputs_and_goes_on_where_it_stopped(tmp_path)
     assert len(list(csv.DictReader(open(out / "history.csv")))) == 12
 
 
+def test_ctrl_c_keeps_the_history_and_the_same_command_goes_on(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "aiko.experiments.cli", "optimize", "sidewinding", "--vary",
+            "A_h,delta_h", "--duration", "1.0", "--popsize", "4", "--seed", "2", "--workers",
+            "1", "--out", str(out)]
+    proc = subprocess.Popen([*base, "--budget", "40"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    history = out / "history.csv"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if history.exists() and len(history.read_text().splitlines()) >= 5:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "the same command goes on from there" in err, err
+    kept = list(csv.DictReader(open(history)))
+    assert 4 <= len(kept) < 40
+    r = aiko(*base[3:], "--budget", str(len(kept) + 4))
+    assert r.returncode == 0 and "continuing" in r.stdout, r.stderr
+    again = list(csv.DictReader(open(history)))
+    # whole generations: at least 4 more, fewer than a generation beyond that
+    assert again[:len(kept)] == kept and len(kept) + 4 <= len(again) < len(kept) + 8
+
+
 def test_aiko_optimize_both_writes_the_pareto_front(tmp_path):
     out = tmp_path / "pareto"
     r = aiko("optimize", "sidewinding", "--vary", "A_h,omega_h", "--objective", "both",
