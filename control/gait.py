@@ -18,6 +18,8 @@ A gait file (every key of (70)-(71) is required, the rest optional)::
     psi_v = 0.0
     soft_start = true   # VIII-E (default false)
     start = "straight"  # or "curved": the joint angles of t = 0 (default straight)
+    offset = 0.0        # deg, optional: the steering offset phi_0 added to every
+                        # horizontal joint (default 0; a controller may set it)
     [friction]          # optional
     mu_x = 0.2
     mu_y = 0.2
@@ -77,6 +79,7 @@ class Gait:
     delta_v: float = 0.0
     delta_0: float = 0.0
     psi_v: float = 0.0
+    offset: float = 0.0
     soft_start: bool = False
     start: str = "straight"
     mu_x: float | None = None
@@ -84,7 +87,7 @@ class Gait:
     name: str = "custom"
 
     def __post_init__(self) -> None:
-        for key in _ANGLE_KEYS:
+        for key in (*_ANGLE_KEYS, "offset"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise GaitError(self.name, f"must be a finite number, got {v!r}", key)
@@ -106,6 +109,8 @@ class Gait:
     def to_toml_dict(self) -> dict:
         """The gait as the TOML file's tables (degrees), e.g. for a trial log."""
         gait = {k: math.degrees(getattr(self, k)) for k in _ANGLE_KEYS}
+        if self.offset:
+            gait["offset"] = math.degrees(self.offset)
         gait["soft_start"] = self.soft_start
         gait["start"] = self.start
         out = {"gait": gait}
@@ -157,7 +162,7 @@ def load_gait_toml(path: str | Path) -> Gait:
     if not isinstance(gait, dict):
         raise GaitError(src, "missing table [gait]", "gait")
     for key in gait:
-        if key not in (*_ANGLE_KEYS, "soft_start", "start"):
+        if key not in (*_ANGLE_KEYS, "offset", "soft_start", "start"):
             raise GaitError(src, "unknown key", f"gait.{key}")
     for key in _ANGLE_KEYS:
         if key not in gait:
@@ -172,6 +177,10 @@ def load_gait_toml(path: str | Path) -> Gait:
         if key not in ("mu_x", "mu_y"):
             raise GaitError(src, "unknown key", f"friction.{key}")
     kw = {k: math.radians(float(gait[k])) for k in _ANGLE_KEYS}
+    off = gait.get("offset", 0.0)
+    if isinstance(off, bool) or not isinstance(off, (int, float)) or not math.isfinite(off):
+        raise GaitError(src, f"must be a finite number, got {off!r}", "gait.offset")
+    kw["offset"] = math.radians(float(off))
     try:
         return Gait(**kw, soft_start=gait.get("soft_start", False),
                     start=gait.get("start", "straight"),
@@ -225,7 +234,7 @@ def soft_start_times(gait: Gait, n_joints: int) -> np.ndarray:
         return out
     for i in range(n_joints):
         out[i, 0] = _first_time_within(gait.A_h, gait.omega_h, i * gait.delta_h,
-                                       gait.psi_h, SOFT_START_THRESHOLD)
+                                       gait.psi_h + gait.offset, SOFT_START_THRESHOLD)
         out[i, 1] = _first_time_within(gait.A_v, gait.omega_v, i * gait.delta_v + gait.delta_0,
                                        gait.psi_v, SOFT_START_THRESHOLD)
     return out
@@ -234,7 +243,8 @@ def soft_start_times(gait: Gait, n_joints: int) -> np.ndarray:
 def references(gait: Gait, t, n_joints: int, limit: float = JOINT_LIMIT,
                t_start: np.ndarray | None = None) -> np.ndarray:
     """Joint references at time(s) t: array (..., n_joints, 4) of
-    [alpha_h_r, alpha_v_r, alphadot_h_r, alphadot_v_r] (rad, rad/s), (70)-(71).
+    [alpha_h_r, alpha_v_r, alphadot_h_r, alphadot_v_r] (rad, rad/s), (70)-(71),
+    the steering offset ``gait.offset`` (phi_0) added to every horizontal joint.
 
     Joint i (0-based here; i + 1 in the paper) has phase i delta. Before its soft
     start time a reference and its rate are zero; references are clamped to
@@ -247,7 +257,7 @@ def references(gait: Gait, t, n_joints: int, limit: float = JOINT_LIMIT,
     ph_h = gait.omega_h * tt + i * gait.delta_h
     ph_v = gait.omega_v * tt + i * gait.delta_v + gait.delta_0
     out = np.empty(t.shape + (n_joints, 4))
-    out[..., 0] = gait.A_h * np.sin(ph_h) + gait.psi_h
+    out[..., 0] = gait.A_h * np.sin(ph_h) + gait.psi_h + gait.offset
     out[..., 1] = gait.A_v * np.sin(ph_v) + gait.psi_v
     out[..., 2] = gait.A_h * gait.omega_h * np.cos(ph_h)
     out[..., 3] = gait.A_v * gait.omega_v * np.cos(ph_v)

@@ -1,9 +1,9 @@
 """Sweep the model over a grid of gait and model parameters.
 
 A grid is ``NAME=LO:HI:N`` (N values, both ends included) or ``NAME=V``,
-comma-separated; names are the gait's keys of (70)-(71) in the gait file's
-units (degrees, degrees per second) and the floor's friction ``mu``
-(isotropic), ``mu_x``, ``mu_y``. Every point simulates the gait for the
+comma-separated; names are the gait's keys of (70)-(71) and its steering
+``offset``, in the gait file's units (degrees, degrees per second), and the
+floor's friction ``mu`` (isotropic), ``mu_x``, ``mu_y``. Every point simulates the gait for the
 given duration from its own start posture and reports link 6's displacement
 (start to end, m), its mean speed, the heading of travel (deg) and the path
 length; a point whose simulation fails (a diverging step) is a row with its
@@ -32,7 +32,7 @@ __all__ = ["SweepError", "parse_grid", "grid_points", "sweep_point", "run_sweep"
            "sweep_figure", "METRICS", "GRID_KEYS", "ROW_KEYS"]
 
 GAIT_KEYS = ("A_h", "omega_h", "delta_h", "psi_h", "A_v", "omega_v", "delta_v", "delta_0",
-             "psi_v")
+             "psi_v", "offset")
 MODEL_KEYS = ("mu", "mu_x", "mu_y")
 GRID_KEYS = GAIT_KEYS + MODEL_KEYS
 METRICS = {"distance": "distance_m", "speed": "speed_m_s", "heading": "heading_deg",

@@ -94,6 +94,23 @@ def test_references_are_clamped_to_the_joint_limit(t, amp):
     assert np.all(r[..., 2:][clamped] == 0.0)
 
 
+def test_the_steering_offset_shifts_every_horizontal_joint_and_round_trips(tmp_path):
+    g = PRESETS["lateral-undulation"]
+    steered = g.with_(offset=math.radians(5.0))
+    t = np.linspace(0.0, 3.0, 31)
+    a, b = references(g, t, 10), references(steered, t, 10)
+    np.testing.assert_allclose(b[..., 0], np.clip(a[..., 0] + math.radians(5.0),
+                                                  -JOINT_LIMIT, JOINT_LIMIT), atol=1e-12)
+    np.testing.assert_array_equal(b[..., 1], a[..., 1])        # vertical joints untouched
+    assert "offset" not in g.to_toml_dict()["gait"]             # old files stay as they were
+    import tomli_w
+    f = tmp_path / "steered.toml"
+    f.write_text(tomli_w.dumps(steered.to_toml_dict()))
+    back = load_gait_toml(f)
+    assert back.offset == pytest.approx(math.radians(5.0))
+    np.testing.assert_allclose(references(back, t, 10), b, atol=1e-12)
+
+
 def test_gait_toml_roundtrip(tmp_path):
     p = tmp_path / "wave.toml"
     p.write_text(GOOD)
@@ -116,6 +133,7 @@ def test_gait_toml_roundtrip(tmp_path):
     (lambda s: s.replace("mu_x = 0.2", "mu_x = -0.2"), "friction.mu_x"),
     (lambda s: s + "\n[extra]\na = 1\n", "extra"),
     (lambda s: s.replace("[gait]", "[gate]"), "gate"),
+    (lambda s: s.replace("psi_v = 0.0", 'psi_v = 0.0\noffset = "left"'), "gait.offset"),
 ])
 def test_gait_toml_errors_name_the_key(tmp_path, edit, key):
     p = tmp_path / "bad.toml"
