@@ -1,7 +1,7 @@
 """The best sidewinding the model finds at mu 0.2, and whether Dask changes the search.
 
     python benchmarks/optimize_gaits.py                      # speed, 300 candidates
-    python benchmarks/optimize_gaits.py --budget 120 --out /tmp/opt
+    python benchmarks/optimize_gaits.py --budget 120 --out runs/opt
 
 1. CMA-ES for speed over A_h, omega_h, delta_h, A_v, delta_0 of the paper's
    sidewinding and their vertical twins omega_v, delta_v (12 s per candidate, the joint limits, 80 % of the motors'
