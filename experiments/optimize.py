@@ -61,6 +61,7 @@ from .simulate import simulate_gait
 
 __all__ = ["OptimizeError", "OptimizeConfig", "DEFAULT_BOUNDS", "VARY_KEYS", "INFEASIBLE",
            "parse_vary", "parse_bounds", "parse_mu", "candidate_gait", "evaluate_candidate",
+           "evaluate_point",
            "objective_values", "pareto_front", "run_optimization", "OptimizationResult",
            "HISTORY_KEYS"]
 
@@ -298,6 +299,13 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
     return row
 
 
+def evaluate_point(gait: Gait, point: dict[str, float], config: "OptimizeConfig") -> dict:
+    """:func:`evaluate_candidate` with the search's settings."""
+    return evaluate_candidate(gait, point, config.duration, config.mu, config.robust,
+                              config.n, config.max_duty, config.dt, config.max_lift,
+                              config.backlash_deg, config.servo)
+
+
 def objective_values(row: dict, objective: str) -> list[float]:
     """What the strategy minimises for one evaluated candidate."""
     if not row["feasible"]:
@@ -486,12 +494,9 @@ def run_optimization(gait: Gait, config: OptimizeConfig, executor=None,
     this process when None)."""
     if evaluate is None:
         def evaluate(points: list[dict]) -> list[dict]:
-            args = [(gait, p, config.duration, config.mu, config.robust, config.n,
-                     config.max_duty, config.dt, config.max_lift, config.backlash_deg,
-                     config.servo) for p in points]
             if executor is None:
-                return [evaluate_candidate(*a) for a in args]
-            futures = [executor.submit(evaluate_candidate, *a) for a in args]
+                return [evaluate_point(gait, p, config) for p in points]
+            futures = [executor.submit(evaluate_point, gait, p, config) for p in points]
             return [f.result() for f in futures]
 
     start = {k: math.degrees(getattr(gait, k)) for k in config.vary}

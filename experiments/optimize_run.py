@@ -25,7 +25,7 @@ import numpy as np
 from aiko.control.gait import Gait
 
 from .optimize import (HISTORY_KEYS, OptimizationResult, OptimizeConfig, OptimizeError,
-                       candidate_gait, evaluate_candidate, run_optimization)
+                       candidate_gait, evaluate_point, run_optimization)
 
 __all__ = ["RunFolder", "write_outputs", "gait_toml", "convergence_figure", "pareto_figure"]
 
@@ -40,7 +40,7 @@ def _columns(config: OptimizeConfig) -> list[str]:
     return cols
 
 
-def _parse_row(raw: dict, config: OptimizeConfig) -> dict:
+def _parse_row(raw: dict) -> dict:
     row: dict = {}
     for k, v in raw.items():
         if k == "feasible":
@@ -70,6 +70,7 @@ class RunFolder:
         settings = path / _SETTINGS
         search = {"gait": gait.to_toml_dict(), **config.to_dict()}
         search.pop("budget")
+        search = json.loads(json.dumps(search))     # as it reads back from the file
         if settings.exists():
             try:
                 doc = json.loads(settings.read_text())
@@ -77,19 +78,15 @@ class RunFolder:
                 start_row = doc["start"]
             except (ValueError, KeyError, TypeError) as exc:
                 raise OptimizeError(f"{settings}: not an optimisation run's settings") from exc
-            if old != json.loads(json.dumps(search)):
-                diff = sorted(k for k in set(old) | set(search) if old.get(k) != json.loads(
-                    json.dumps(search)).get(k))
+            if old != search:
+                diff = sorted(k for k in set(old) | set(search) if old.get(k) != search.get(k))
                 raise OptimizeError(f"{path} holds another search (differs in "
                                     f"{', '.join(diff)}); use a new --out folder")
             folder = cls(path, gait, config, [], start_row)
             folder.previous = folder.read_history()
             return folder
         start = {k: math.degrees(getattr(gait, k)) for k in config.vary}
-        start_row = evaluate_candidate(gait, start, config.duration, config.mu, config.robust,
-                                       config.n, config.max_duty, config.dt, config.max_lift,
-                                       config.backlash_deg, config.servo)
-        start_row = {**start, **start_row}
+        start_row = {**start, **evaluate_point(gait, start, config)}
         settings.write_text(json.dumps({"search": search, "start": start_row}, indent=1,
                                        default=float) + "\n")
         (path / _HISTORY).unlink(missing_ok=True)
@@ -101,7 +98,7 @@ class RunFolder:
             return []
         try:
             with open(f, newline="") as fh:
-                rows = [_parse_row(r, self.config) for r in csv.DictReader(fh)]
+                rows = [_parse_row(r) for r in csv.DictReader(fh)]
         except (ValueError, KeyError, csv.Error) as exc:
             raise OptimizeError(f"{f}: unreadable history ({exc})") from exc
         return rows

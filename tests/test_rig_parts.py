@@ -175,26 +175,36 @@ def test_start_posture_with_one_marker_moves_only():
 
 
 # ----------------------------------------------------------------------- plant
-def drive(aiko, modules, t_end, ref, t0=0.0):
-    """Modules started, one REF (all joints) and a SYNC every 100 ms."""
-    t = t0
+def drive(aiko, modules, t_end, ref, lag=0.0, record=False):
+    """Modules started, REF ``ref`` (alpha_h, alpha_v; or a function of t
+    giving alpha_h, alpha_v and their rates) on every joint and a SYNC every
+    100 ms; the physics ``lag`` s behind the modules, catching up 8 steps at a
+    time (the rig on a busy machine); ``record``: note the motors at every
+    tick."""
+    def ref_at(t):
+        return ref(t) if callable(ref) else (ref[0], ref[1], 0.0, 0.0)
+
     for m in modules:
-        m.power_up(t)
-    i, d = encode(Nmt(1, 0))
-    for m in modules:
-        m.receive(t, i, d)
-    k = 0
+        m.power_up(0.0)
+        m.receive(0.0, *encode(Nmt(1, 0)))
+    t, k = 0.0, 0
     while t < t_end - 1e-9:
         if k % 50 == 0:
             for m in modules:
-                m.receive(t, *encode(Ref(m.node, ref[0], ref[1], 0.0, 0.0)))
+                m.receive(t, *encode(Ref(m.node, *ref_at(t))))
             for m in modules:
                 m.receive(t, *encode(Sync(k // 50 % 256)))
         t = round(t + 0.002, 9)
         k += 1
         for m in modules:
             m.tick(t)
-        aiko.advance(t)
+        if record:
+            aiko.note_motors(t)
+        if t - lag > 0:
+            while aiko.advance(t - lag, 8):
+                pass
+    while aiko.advance(t_end, 8):
+        pass
 
 
 @pytest.mark.parametrize("mode", ["ideal", "realistic"])
@@ -217,33 +227,6 @@ def test_plant_links_follow_the_motors_through_the_free_play(mode):
         np.testing.assert_allclose(aiko.joint_angles()[:, 0], 0.3, atol=0.01)
 
 
-def lagging_drive(aiko, modules, t_end, ref, lag, record):
-    """REF ``ref(t)`` (alpha_h, alpha_v, rates) and a SYNC every 100 ms; the
-    physics runs ``lag`` s behind the modules, catching up 8 steps at a time
-    (the rig on a busy machine); ``record``: note the motors at every tick."""
-    for m in modules:
-        m.power_up(0.0)
-        m.receive(0.0, *encode(Nmt(1, 0)))
-    t, k = 0.0, 0
-    while t < t_end - 1e-9:
-        if k % 50 == 0:
-            for m in modules:
-                m.receive(t, *encode(Ref(m.node, *ref(t))))
-            for m in modules:
-                m.receive(t, *encode(Sync(k // 50 % 256)))
-        t = round(t + 0.002, 9)
-        k += 1
-        for m in modules:
-            m.tick(t)
-        if record:
-            aiko.note_motors(t)
-        if t - lag > 0:
-            while aiko.advance(t - lag, 8):
-                pass
-    while aiko.advance(t_end, 8):
-        pass
-
-
 def test_a_lagging_plant_moves_as_one_that_keeps_up():
     """The physics 150 ms behind the modules: with the motors' record it
     computes the motion of a plant that keeps up; pulling the links toward
@@ -262,7 +245,7 @@ def test_a_lagging_plant_moves_as_one_that_keeps_up():
     def run(lag, record):
         modules = [JointModule(i, params=plant.joint_params()) for i in range(1, n)]
         aiko = SimulatedAiko(SnakeModel(SnakeParams(n=n), plant.solver_params()), modules)
-        lagging_drive(aiko, modules, 1.0, wave, lag, record)
+        drive(aiko, modules, 1.0, wave, lag, record)
         return aiko.positions().copy(), aiko.t
 
     ref, t_ref = run(0.0, False)
