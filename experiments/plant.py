@@ -198,8 +198,9 @@ class SimulatedAiko:
 
     def step_references(self, m: int, total: int | None = None) -> np.ndarray:
         """References (m, n-1, 4) for the PD law over the next m of ``total``
-        steps to the modules' present: the motor angle moves linearly from where
-        the physics last saw it to where it is now; the link is pulled to the
+        steps to the modules' present: the motor angle of each step's time from
+        the record (:meth:`note_motors`), or, without one, moving linearly from
+        where the physics last saw it to where it is now; the link is pulled to the
         edge of the free play around it, or left alone inside the play or by a
         limp motor."""
         total = m if total is None else total
