@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 class PeriodRecord:
     """What one period sent: its index since streaming began, the gait time
     (None outside the gait), deadline and actual send time on the trial clock,
-    the SYNC counter, the references (n, 4) and the phase (``ramp``, ``gait``,
-    ``wind-down``)."""
+    the SYNC counter, the references (n, 4), the phase (``ramp``, ``gait``,
+    ``wind-down``) and the steering offset they include."""
 
     k: int
     t_gait: float | None
@@ -58,6 +58,7 @@ class PeriodRecord:
     counter: int
     refs: np.ndarray
     phase: str = "gait"
+    offset: float = 0.0      # the steering offset phi_0 in refs' horizontal column, rad
 
 
 @dataclass
@@ -97,7 +98,8 @@ class ReferenceStreamer:
 
     def __init__(self, can_io, gait: Gait, nodes: list[int], clock, period: float = 0.1,
                  late_tolerance: float = 0.01,
-                 on_period: Callable[[PeriodRecord], None] | None = None) -> None:
+                 on_period: Callable[[PeriodRecord], None] | None = None,
+                 steer: Callable[[float, float], float] | None = None) -> None:
         self.can_io = can_io
         self.gait = gait
         self.nodes = list(nodes)
@@ -105,6 +107,7 @@ class ReferenceStreamer:
         self.period = period
         self.late_tolerance = late_tolerance
         self.on_period = on_period or (lambda rec: None)
+        self.steer = steer
         self.stats = StreamStats()
         self._n_joints = max(self.nodes) if self.nodes else 0
         self._t_start = soft_start_times(gait, self._n_joints)
@@ -146,26 +149,37 @@ class ReferenceStreamer:
         self._held = tick
 
     # -------------------------------------------------------------- sending
-    def refs_at(self, t_gait: float) -> np.ndarray:
-        """(len(nodes), 4) gait references for the streamed nodes at gait time t."""
+    def refs_at(self, t_gait: float, offset: float = 0.0) -> np.ndarray:
+        """(len(nodes), 4) gait references for the streamed nodes at gait time
+        t, with a steering offset (rad) added to the horizontal joints (clamped
+        to the joint limits like the gait, zero rate where clamped)."""
         r = references(self.gait, t_gait, self._n_joints, t_start=self._t_start)
-        return r[[n - 1 for n in self.nodes]]
+        r = r[[n - 1 for n in self.nodes]]
+        if offset:
+            h = r[:, 0] + offset
+            r[:, 0] = np.clip(h, -JOINT_LIMIT, JOINT_LIMIT)
+            r[:, 2] = np.where(np.abs(h) > JOINT_LIMIT, 0.0, r[:, 2])
+        return r
 
     def send_period(self, k: int, deadline: float, refs: np.ndarray | None = None,
                     phase: str = "gait", t_gait: float | None = None) -> PeriodRecord:
         """Send REF for every node then one SYNC; record and return the period.
-        Without ``refs``, the gait's at t_gait (default k periods)."""
+        Without ``refs``, the gait's at t_gait (default k periods), steered by
+        the offset ``steer(now, t_gait)`` gives, if a steering loop is set."""
         sent = self.clock.now()
+        offset = 0.0
         if refs is None:
             t_gait = k * self.period if t_gait is None else t_gait
-            refs = self.refs_at(t_gait)
+            if self.steer is not None:
+                offset = float(self.steer(sent, t_gait))
+            refs = self.refs_at(t_gait, offset)
         ok = True
         for node, r in zip(self.nodes, refs, strict=True):
             ok &= self.can_io.send(*encode(Ref(node, float(r[0]), float(r[1]), float(r[2]),
                                                float(r[3]))))
         counter = self._sync(sent, ok)
         self.stats.jitter.append(sent - deadline)
-        rec = PeriodRecord(k, t_gait, deadline, sent, counter, np.asarray(refs), phase)
+        rec = PeriodRecord(k, t_gait, deadline, sent, counter, np.asarray(refs), phase, offset)
         self.last = rec
         self.on_period(rec)
         return rec

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_args import ArgError, StatusLine, node_count, nonneg, positive
+from .cli_args import ArgError, StatusLine, node_count, nonneg, port, positive
 
 __all__ = ["add_parser", "cmd_run", "SIMULATED_DURATION"]
 
@@ -73,6 +73,44 @@ def add_parser(sub) -> None:
                         "goes beside it as FILE.png and FILE.json")
     r.add_argument("--no-model", action="store_true",
                    help="do not run the model in parallel (no comparison)")
+    v = r.add_argument_group("watching a trial live")
+    v.add_argument("--live", type=port, nargs="?", const=8765, default=None,
+                   metavar="PORT",
+                   help="serve a live page of the trial on http://127.0.0.1:PORT/ (default "
+                        "port 8765; 0: any free port): link 6 from motion capture and from "
+                        "the model, x(t), y(t), the heading when steering, the status")
+    v.add_argument("--live-host", default="127.0.0.1", metavar="HOST",
+                   help="bind the live page (and --foxglove) to this address instead of "
+                        "127.0.0.1, e.g. 0.0.0.0 to let other machines watch")
+    v.add_argument("--foxglove", type=port, nargs="?", const=8766, default=None,
+                   metavar="PORT",
+                   help="serve the trial to Foxglove (WebSocket protocol, default port 8766): "
+                        "the links as a 3D scene, link 6, steering, status, events")
+    s = r.add_argument_group(
+        "steering: close the loop through motion capture (lateral undulation)",
+        "A joint offset added to every horizontal joint turns the snake; a controller sets it "
+        "every period from the heading of travel that motion capture sees (the mean of the "
+        "links where it tracks three or more, else the tracked link, over one gait period: "
+        "the estimate lags by about half a period). Stale motion capture holds the last "
+        "offset for --steer-hold s, then the gait runs open loop until it is back; every "
+        "period's estimate, target and offset go to the log's /steering.")
+    how = s.add_mutually_exclusive_group()
+    how.add_argument("--heading", type=float, default=None, metavar="DEG",
+                     help="hold this heading of travel (deg from motion capture's x axis "
+                          "toward y)")
+    how.add_argument("--path", type=Path, default=None, metavar="FILE.toml",
+                     help="follow a straight line or waypoint polyline with line-of-sight "
+                          "guidance ([path] waypoints = [[x, y], ...] m, lookahead, accept)")
+    s.add_argument("--steer-gain", type=positive("steer gain"), default=0.25, metavar="K",
+                   help="offset per heading error, deg/deg (default 0.25)")
+    s.add_argument("--steer-max-deg", type=positive("steer max"), default=15.0, metavar="DEG",
+                   help="largest offset (default 15; less where the gait's amplitude leaves "
+                        "less room to the joint limits)")
+    s.add_argument("--steer-hold", type=nonneg("steer hold"), default=1.0, metavar="S",
+                   help="on stale motion capture, hold the last offset this long before "
+                        "falling back to open loop (default 1)")
+    s.add_argument("--steer-window", type=positive("steer window"), default=None, metavar="S",
+                   help="the heading estimate's window (default: one gait period)")
     g = r.add_argument_group("the simulated Aiko (--rig simulated)")
     g.add_argument("--plant", choices=("realistic", "ideal"), default="realistic",
                    help="realistic: 4 deg free play, the modules' servo limits, 0.5 mm mocap "
@@ -135,6 +173,26 @@ def plant_from_args(args: argparse.Namespace):
     return replace(base, **changes)
 
 
+def steering_from_args(args: argparse.Namespace):
+    """The SteeringConfig of --heading/--path and the --steer-* flags, or None."""
+    import math
+
+    from aiko.control.path_file import load_path_toml
+    from aiko.control.steering import SteeringConfig
+
+    if args.heading is None and args.path is None:
+        return None
+    common = dict(k_p=args.steer_gain, phi_max=math.radians(args.steer_max_deg),
+                  hold=args.steer_hold, window=args.steer_window)
+    if args.heading is not None:
+        if not math.isfinite(args.heading):
+            raise ArgError("aiko run: --heading must be a finite number of degrees")
+        return SteeringConfig(heading=math.radians(args.heading), **common)
+    spec = load_path_toml(args.path)
+    return SteeringConfig(waypoints=spec.waypoints, lookahead=spec.lookahead,
+                          accept=spec.accept, **common)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
     import signal
@@ -167,11 +225,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                          bitrate=args.bitrate, mocap=mocap_spec, mocap_subject=args.mocap_subject,
                          mocap_segment=args.mocap_segment, mocap_rate=args.mocap_rate,
                          mqtt=args.mqtt, startup_timeout=args.startup_timeout, policy=policy,
-                         ramp_time=args.ramp_time, end=args.end, force=args.force)
+                         ramp_time=args.ramp_time, end=args.end, force=args.force,
+                         steering=steering_from_args(args))
     out = args.out or free_log_path(f"trial-{datetime.now():%Y%m%d-%H%M%S}")
     session = SessionConfig(trial=config, out=out, plant=plant_from_args(args),
                             parallel_model=not args.no_model, mocap_host=mocap_host,
-                            mocap_port=mocap_port, mqtt=mqtt_cfg)
+                            mocap_port=mocap_port, mqtt=mqtt_cfg,
+                            live=None if args.live is None else (args.live_host, args.live),
+                            foxglove=None if args.foxglove is None
+                            else (args.live_host, args.foxglove))
     status = StatusLine(sys.stderr.isatty())
     report = SessionReport()
 
@@ -227,6 +289,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"parallel model: {m['samples']} samples, lag max {m['max_lag_s']:.2f} s")
     _print_comparison(report)
+    _print_steering(report)
     print(f"log: {out}")
     if result.reason == "fault":
         print(f"aiko run: fault: {result.fault}", file=sys.stderr)
@@ -265,3 +328,26 @@ def _print_comparison(report) -> None:
         print(f"figure: {report.figure}")
     if report.json is not None:
         print(f"metrics: {report.json}")
+
+
+def _print_steering(report) -> None:
+    m = report.steering
+    if m is None:
+        return
+    st = m["settling_time_s"]
+    settle = "never settled" if st is None else f"settled after {st:.1f} s"
+    if m["kind"] == "heading":
+        line = f"steering (heading hold): {settle} (within {m['band_deg']:g} deg)"
+        if m.get("steady_error_deg") is not None:
+            line += (f", then error {m['steady_error_deg']:+.1f} deg mean, "
+                     f"{m['steady_rms_deg']:.1f} deg RMS")
+    else:
+        line = f"steering (path): {settle} (within {100 * m['band_m']:g} cm)"
+        if m.get("cross_track_rms_m") is not None:
+            line += (f", then cross-track {100 * m['cross_track_rms_m']:.1f} cm RMS, "
+                     f"{100 * m['cross_track_max_m']:.1f} cm max")
+    line += (f"; closed loop {100 * m['closed_share']:.0f} % of the periods, "
+             f"{m['hold_periods']} held, {m['open_periods']} open")
+    print(line)
+    if report.steering_figure is not None:
+        print(f"steering figure: {report.steering_figure}")

@@ -17,6 +17,7 @@ by Ctrl-C or SIGTERM.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from aiko.control.gait import Gait
 from aiko.control.preflight import Preflight, PreflightRefused, preflight
+from aiko.control.steering import SteeringError, steering_loop
 from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
@@ -48,7 +50,9 @@ class SessionConfig:
     out: the trial log; plant: the simulated Aiko's settings (simulated rig);
     parallel_model: run the model beside the trial; mocap_host/mocap_port:
     where a vicon-udp source listens (port 0: any free port, told to the
-    simulated Aiko), or the DataStream host; mqtt: telemetry settings."""
+    simulated Aiko), or the DataStream host; mqtt: telemetry settings;
+    live / foxglove: serve the live page / the Foxglove WebSocket protocol
+    on (host, port) for the whole session (port 0: any free port)."""
 
     trial: TrialConfig
     out: Path
@@ -57,6 +61,8 @@ class SessionConfig:
     mocap_host: str | None = None
     mocap_port: int | None = None
     mqtt: object | None = None
+    live: tuple[str, int] | None = None        # (host, port) of the live page
+    foxglove: tuple[str, int] | None = None    # (host, port) of the Foxglove server
 
 
 @dataclass
@@ -74,6 +80,10 @@ class SessionReport:
     plant: dict = field(default_factory=dict)
     children: dict = field(default_factory=dict)   # name -> pid
     preflight: Preflight | None = None
+    live_url: str | None = None
+    foxglove_url: str | None = None
+    steering: dict | None = None          # steering metrics of a steered trial
+    steering_figure: Path | None = None
 
 
 def model_params_for(config: TrialConfig, gait: Gait) -> SnakeParams:
@@ -128,6 +138,10 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         if not tc.force:
             raise PreflightRefused(pre)
         log.warning("%s: streamed anyway (--force)", pre.refusal)
+    if tc.steering is not None:
+        if tc.mocap == "none":
+            raise SteeringError("steering needs motion capture (--mocap)")
+        steering_loop(tc.steering, gait)  # the gait leaves room to steer
     if not simulated:
         check_interface(tc.can_interface, tc.can_channel)
     check_log_path(config.out)
@@ -140,7 +154,21 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         if not cached:
             say(f"compiled in {report.compile_s:.1f} s")
 
-    async with ChildProcesses() as procs:
+    async with ChildProcesses() as procs, contextlib.AsyncExitStack() as views:
+        viewers = []
+        if config.live is not None:
+            from aiko.drivers.live import LiveView
+            live = await views.enter_async_context(LiveView(
+                *config.live, title=f"{gait.name} ({Path(config.out).stem})"))
+            report.live_url = live.url
+            viewers.append(live)
+            say(f"live view: {live.url}")
+        if config.foxglove is not None:
+            from aiko.drivers.foxglove_view import FoxgloveView
+            fox = await views.enter_async_context(FoxgloveView(*config.foxglove))
+            report.foxglove_url = f"ws://{fox.host}:{fox.port}"
+            viewers.append(fox)
+            say(f"foxglove: open a connection to {report.foxglove_url}")
         clock = TrialClock()
         mocap = None
         if tc.mocap.startswith("vicon-udp"):
@@ -195,11 +223,17 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
                     def on_end(result: TrialResult) -> None:
                         report.result = result
                         _compare(report, result, gait, tlog, clock)
+                        if report.metrics is not None:
+                            for v in viewers:
+                                v.publish("comparison", report.metrics)
+                        if tc.steering is not None:
+                            _steering_report(report, tlog, gait, clock)
 
                     return await run_trial(tc_run, gait, can_io, clock, tlog,
                                            mocap_source=mocap, telemetry=telemetry,
                                            status=status, model=model, model_params=params,
-                                           children=children, on_end=on_end)
+                                           children=children, on_end=on_end,
+                                           viewers=viewers)
         finally:
             if mocap is not None:
                 await mocap.__aexit__(None, None, None)
@@ -249,3 +283,28 @@ def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock
     tlog.write("/comparison", clock.now(), {
         "metrics": metrics, "figure": report.figure.name if report.figure else "",
         "json": report.json.name if report.json else ""})
+
+
+def _steering_report(report: SessionReport, tlog, gait: Gait, clock) -> None:
+    """A steered trial's metrics into the log, its figure beside it."""
+    from .steering_report import save_steering_figure, steering_metrics, steering_series
+    from .triallog import read_trial
+
+    tlog.flush()
+    try:
+        data = read_trial(tlog.path)
+        series = steering_series(data)
+        if series is None or not series.t.size:
+            return
+        report.steering = steering_metrics(series)
+        t, p = data.mocap()
+        t0 = report.result.t_gait0
+        keep = t >= (t0 if t0 is not None else -float("inf"))
+        report.steering_figure = save_steering_figure(
+            tlog.path, series, f"{gait.name}: steering ({Path(tlog.path).stem})",
+            report.steering, (p[keep, 0], p[keep, 1]))
+    except (OSError, ValueError) as exc:
+        log.warning("steering report: %s", exc)
+        return
+    tlog.write("/events", clock.now(), {"kind": "steering_report", "data": {
+        **report.steering, "figure": report.steering_figure.name}})

@@ -53,6 +53,7 @@ import numpy as np
 from aiko.control.gait import JOINT_LIMIT, Gait, references
 from aiko.control.preflight import OMEGA_MAX
 from aiko.control.ramp import RAMP_DUTY, RAMP_SKIP, RAMP_TOLERANCE
+from aiko.control.steering import SteeringConfig, steering_loop
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
 from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger, MocapSample
@@ -99,6 +100,7 @@ class TrialConfig:
     ramp_time: float | None = None   # None: the automatic duration
     end: str = "hold"                # or "straight"
     force: bool = False              # stream a gait the preflight refused
+    steering: SteeringConfig | None = None   # close the loop through motion capture
 
     def __post_init__(self) -> None:
         if self.end not in END_CHOICES:
@@ -162,22 +164,31 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                     mocap_source=None, telemetry=None,
                     status: Callable[[dict], None] | None = None,
                     model=None, model_params: SnakeParams | None = None,
-                    children=(), on_end: Callable[[TrialResult], None] | None = None
-                    ) -> TrialResult:
+                    children=(), on_end: Callable[[TrialResult], None] | None = None,
+                    viewers=()) -> TrialResult:
     """Run one trial to its end; see the module docstring.
 
     ``model``: a :class:`aiko.experiments.model_link.ModelLink` to the parallel
     model (``model_params`` its snake); ``children``: processes
     (:class:`aiko.experiments.processes.Child`) whose exit stops the trial;
     ``on_end(result)`` runs at the end however the trial ended (also when it
-    was interrupted, before the cancellation goes on)."""
+    was interrupted, before the cancellation goes on); ``viewers``: live
+    views (``publish(topic, payload)`` that never blocks nor raises, and
+    ``async run()``), fed what the telemetry gets plus the model's links and
+    the steering."""
     nodes = list(range(1, config.nodes + 1))
+    sinks = [v for v in (telemetry, *viewers) if v is not None]
+
+    def publish(topic: str, payload: dict, to_telemetry: bool = True) -> None:
+        for sink in sinks:
+            if to_telemetry or sink is not telemetry:
+                sink.publish(topic, payload)
 
     def event(t: float, kind: str, data: dict) -> None:
         trial_log.write("/events", t, {"kind": kind, "data": data})
-        if kind == "fault" and telemetry is not None:
-            telemetry.publish("fault", {"t": t, "kind": data.get("fault"),
-                                        "node": data.get("node"), "reason": data.get("reason")})
+        if kind == "fault":
+            publish("fault", {"t": t, "kind": data.get("fault"),
+                              "node": data.get("node"), "reason": data.get("reason")})
 
     sup = Supervisor(can_io, nodes, clock, config.policy, on_event=event)
 
@@ -205,9 +216,33 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
             "k": rec.k, "phase": rec.phase, "t_gait": rec.t_gait, "deadline": rec.deadline,
             "sent": rec.sent, "counter": rec.counter, "nodes": nodes,
             "alpha_h": rec.refs[:, 0].tolist(), "alpha_v": rec.refs[:, 1].tolist(),
-            "omega_h": rec.refs[:, 2].tolist(), "omega_v": rec.refs[:, 3].tolist()})
+            "omega_h": rec.refs[:, 2].tolist(), "omega_v": rec.refs[:, 3].tolist(),
+            "offset": rec.offset})
 
-    streamer = ReferenceStreamer(can_io, gait, nodes, clock, config.period, on_period=on_period)
+    steer_loop = None if config.steering is None else steering_loop(config.steering, gait)
+    tracked: list[str | None] = [None]
+
+    def steer(t: float, t_gait: float) -> float:
+        rec = steer_loop.command(t)
+        if rec.mode != steer_loop_mode[0]:
+            event(t, "steering", {"mode": rec.mode, "was": steer_loop_mode[0],
+                                  "age": rec.age})
+            if rec.mode in ("hold", "open"):
+                log.warning("steering: motion capture stale (%s s): %s",
+                            "none" if rec.age is None else f"{rec.age:.2f}",
+                            "holding the last offset" if rec.mode == "hold"
+                            else "open loop")
+            steer_loop_mode[0] = rec.mode
+        data = rec.to_dict()
+        data["t_gait"] = t_gait
+        data["tracked"] = tracked[0]
+        trial_log.write("/steering", t, data)
+        publish("steering", data)
+        return rec.offset
+
+    steer_loop_mode: list[str | None] = [None]
+    streamer = ReferenceStreamer(can_io, gait, nodes, clock, config.period, on_period=on_period,
+                                 steer=None if steer_loop is None else steer)
     last_link6: list[tuple | None] = [None]
     mocap_logger: MocapLogger | None = None
 
@@ -297,10 +332,25 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                 mocap_frames.add(s.frame)
                 mocap_t.append(s.t_receive)
                 mocap_p.append(s.position)
-        if telemetry is not None and not s.stale:
-            telemetry.publish("link6", {"t": t, "frame": s.frame, "x": x, "y": y, "z": z}
-                              if s.position is not None else {"t": t, "frame": s.frame,
-                                                              "occluded": True})
+                if steer_loop is not None:
+                    steer_loop.observe(s.t_receive, tracked_point(s))
+        if not s.stale:
+            publish("link6", {"t": t, "frame": s.frame, "x": x, "y": y, "z": z}
+                    if s.position is not None else {"t": t, "frame": s.frame, "occluded": True})
+
+    def tracked_point(s: MocapSample) -> tuple:
+        """What the steering loop tracks: the mean of the links where motion
+        capture carries at least three of them (their centre of mass), else
+        the tracked link alone."""
+        objs = getattr(mocap_source, "latest_objects", lambda: None)()
+        if objs is not None and objs[1] == s.frame:
+            pts = [p for name, p in objs[2].items()
+                   if name.startswith("link") and name[4:].isdigit()]
+            if len(pts) >= 3:
+                tracked[0] = f"mean of {len(pts)} links"
+                return tuple(np.mean(np.asarray(pts), axis=0))
+        tracked[0] = config.mocap_subject
+        return s.position
 
     def snapshot() -> dict:
         st = streamer.stats
@@ -315,9 +365,10 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         p = positions[min(link, positions.shape[0]) - 1]
         model_t.append(t)
         model_p.append(p)
-        trial_log.write("/model", t, {"t": t, "x": float(p[0]), "y": float(p[1]),
-                                      "z": float(p[2]), "lag": lag,
-                                      "positions": positions.tolist()})
+        rec = {"t": t, "x": float(p[0]), "y": float(p[1]), "z": float(p[2]), "lag": lag,
+               "positions": positions.tolist()}
+        trial_log.write("/model", t, rec)
+        publish("model", rec, to_telemetry=False)
 
     if model is not None:
         model.on_sample = on_model_sample
@@ -368,16 +419,20 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
             snap = snapshot()
             if status is not None:
                 status(snap)
-            if telemetry is not None and k % 2 == 0:
-                telemetry.publish("status", {key: v for key, v in snap.items() if key != "link6"})
+            publish("status", {key: v for key, v in snap.items() if key != "link6"},
+                    to_telemetry=k % 2 == 0)
 
     reason = "completed"
     fault: TrialFault | None = None
     t_start = clock.now()
     event(t_start, "trial_start", {"nodes": nodes, "gait": gait.name,
                                    "wall_start": getattr(clock, "wall_start", None)})
-    if telemetry is not None:
-        telemetry.publish("event", {"t": t_start, "kind": "trial_start", "gait": gait.name})
+    publish("event", {"t": t_start, "kind": "trial_start", "gait": gait.name,
+                      "steering": None if config.steering is None else config.steering.mode,
+                      "heading_target": None if config.steering is None
+                      else config.steering.heading,
+                      "waypoints": None if config.steering is None
+                      else config.steering.waypoints})
     try:
         try:
             # A full pass of the garbage collector over everything imported so far
@@ -429,6 +484,8 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                 pass
         event(clock.now(), "trial_end", {"reason": reason,
                                          "fault": None if fault is None else fault.reason})
+        publish("event", {"t": clock.now(), "kind": "trial_end", "reason": reason,
+                          "fault": None if fault is None else str(fault)}, to_telemetry=False)
         t_gait0 = first_period[0].sent if first_period else None
         t_gait_end = last_period[0].sent + config.period if last_period else None
         if model is not None and model.started and t_gait_end is not None:

@@ -12,7 +12,8 @@ Channels:
 =================  ============================================================
 /references        one record per streamed period: k, phase (ramp, gait,
                    wind-down), t_gait (null outside the gait), deadline, sent,
-                   sync counter, nodes, alpha_h, alpha_v, omega_h, omega_v (rad)
+                   sync counter, nodes, alpha_h, alpha_v, omega_h, omega_v (rad),
+                   offset (the steering offset phi_0 they include, rad)
 /can/tx, /can/rx   raw frames: id, data (hex), plus rx-side decode errors
 /joint_state       decoded STATE frames
 /emcy              decoded EMCY frames
@@ -22,6 +23,11 @@ Channels:
                    stale, receive time
 /model             the parallel model at 20 Hz: t, link 6 (x, y, z), every
                    link's position (n, 3), its lag behind the trial (s)
+/steering          a steered trial, one record per gait period: mode (wait,
+                   closed, hold, open), the offset sent (rad), the heading
+                   estimate and target (rad), the tracked position (m), the
+                   cross-track error (m, paths), the waypoint segment, the age
+                   of the newest tracked position (s), what was tracked
 /comparison        the comparison at the trial's end: metrics, figure and JSON
                    file names
 =================  ============================================================
@@ -52,12 +58,13 @@ _NUM = {"type": "number"}
 _INT = {"type": "integer"}
 _STR = {"type": "string"}
 _NUMS = {"type": "array", "items": _NUM}
+_NUM_OR_NULL = {"type": ["number", "null"]}
 
 CHANNELS: dict[str, dict] = {
     "/references": {"title": "aiko.References", "properties": {
         "k": _INT, "phase": _STR, "t_gait": {"type": ["number", "null"]}, "deadline": _NUM, "sent": _NUM, "counter": _INT,
         "nodes": {"type": "array", "items": _INT}, "alpha_h": _NUMS, "alpha_v": _NUMS,
-        "omega_h": _NUMS, "omega_v": _NUMS}},
+        "omega_h": _NUMS, "omega_v": _NUMS, "offset": _NUM}},
     "/can/tx": {"title": "aiko.CanFrame", "properties": {"id": _INT, "data": _STR}},
     "/can/rx": {"title": "aiko.CanFrame", "properties": {"id": _INT, "data": _STR,
                                                          "error": _STR}},
@@ -75,6 +82,11 @@ CHANNELS: dict[str, dict] = {
     "/model": {"title": "aiko.ModelOutput", "properties": {
         "t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM, "lag": _NUM,
         "positions": {"type": "array", "items": _NUMS}}},
+    "/steering": {"title": "aiko.Steering", "properties": {
+        "t": _NUM, "t_gait": _NUM, "mode": _STR, "offset": _NUM, "heading": _NUM_OR_NULL,
+        "target": _NUM_OR_NULL, "x": _NUM_OR_NULL, "y": _NUM_OR_NULL,
+        "cross_track": _NUM_OR_NULL, "segment": {"type": ["integer", "null"]},
+        "age": _NUM_OR_NULL, "tracked": {"type": ["string", "null"]}}},
     "/comparison": {"title": "aiko.Comparison", "properties": {
         "metrics": {"type": "object"}, "figure": _STR, "json": _STR}},
 }

@@ -100,3 +100,128 @@ def test_a_positive_offset_turns_the_snake_clockwise(offset_deg):
     h = heading_from_track(res.t, res.com(), window=4.5)
     turn = math.degrees(float(wrap_angle(h - 0.0)))
     assert -math.copysign(1.0, offset_deg) * turn > 15.0, turn
+
+
+# ------------------------------------------------------------ the loop
+from aiko.control.path_file import PathFileError, load_path_toml  # noqa: E402
+from aiko.control.steering import (SteeringConfig, SteeringError, SteeringLoop,  # noqa: E402
+                                   offset_room, steering_loop)
+
+
+def feed(loop, t0, t1, heading_deg, speed=0.05, rate=20.0, start=(0.0, 0.0)):
+    """Fresh positions moving straight along heading_deg from t0 to t1."""
+    th = math.radians(heading_deg)
+    for t in np.arange(t0, t1 + 1e-9, 1 / rate):
+        d = speed * (t - t0)
+        loop.observe(t, (start[0] + d * math.cos(th), start[1] + d * math.sin(th), 0.05))
+
+
+def test_the_loop_waits_for_a_window_then_steers_toward_the_target_with_its_sign():
+    loop = SteeringLoop(SteeringConfig(heading=0.0, k_p=0.25), window=2.0, phi_max=1.0)
+    assert loop.command(0.0).mode == "wait"                    # nothing seen yet
+    feed(loop, 0.0, 0.5, 40.0)
+    rec = loop.command(0.5)
+    assert rec.mode == "wait" and rec.offset == 0.0 and rec.heading is None
+    feed(loop, 0.55, 1.5, 40.0, start=(0.05 * 0.55 * math.cos(math.radians(40)),
+                                       0.05 * 0.55 * math.sin(math.radians(40))))
+    rec = loop.command(1.6)
+    assert rec.mode == "closed" and rec.heading == pytest.approx(math.radians(40), abs=1e-6)
+    # heading above the target: turn clockwise, which a positive offset does (sign -1)
+    assert rec.offset > 0
+    # the offset moves at most rate_max per second of periods, toward 0.25 * 40 deg
+    feed(loop, 1.55, 4.5, 40.0, start=(0.05 * 1.55 * math.cos(math.radians(40)),
+                                       0.05 * 1.55 * math.sin(math.radians(40))))
+    offs = [loop.command(1.6 + 0.1 * k).offset for k in range(1, 30)]
+    steps = np.diff([rec.offset, *offs])
+    assert np.all(steps <= math.radians(20.0) * 0.1 + 1e-12)
+    assert offs[-1] == pytest.approx(math.radians(10.0), abs=1e-9)
+
+
+def test_the_offset_saturates_at_the_room_the_gait_leaves():
+    g = PRESETS["lateral-undulation"]                          # A_h 40 deg: 5 deg of room
+    assert offset_room(g.A_h, g.psi_h, math.radians(45)) == pytest.approx(math.radians(5.0))
+    loop = steering_loop(SteeringConfig(heading=math.pi / 2, rate_max=10.0), g)
+    feed(loop, 0.0, 3.0, -90.0)                                # 180 deg off
+    loop.command(2.9)
+    assert abs(loop.command(3.0).offset) == pytest.approx(loop.phi_max)
+    assert loop.phi_max == pytest.approx(math.radians(5.0), abs=1e-3)
+    with pytest.raises(SteeringError, match="no room to steer"):
+        steering_loop(SteeringConfig(heading=0.0), g.with_(A_h=math.radians(45)))
+    with pytest.raises(SteeringError, match="omega_h = 0"):
+        steering_loop(SteeringConfig(heading=0.0), PRESETS["still"])
+
+
+def test_stale_motion_capture_holds_then_falls_back_to_open_loop_then_resumes():
+    cfg = SteeringConfig(heading=0.0, k_p=0.25, hold=1.0, stale_after=0.25,
+                         rate_max=math.radians(20))
+    loop = SteeringLoop(cfg, window=1.0, phi_max=1.0)
+    feed(loop, 0.0, 3.0, 30.0)
+    for k in range(11):
+        rec = loop.command(2.0 + 0.1 * k)
+    assert rec.mode == "closed" and rec.offset > 0
+    held = rec.offset
+    # no fresh data after t = 3.0: stale from 3.3 on, held for 1 s, then open loop
+    modes = {}
+    for k in range(1, 40):
+        t = 3.0 + 0.1 * k
+        modes[round(t, 1)] = r = loop.command(t)
+        assert r.heading is None or r.mode == "closed"
+    assert modes[3.2].mode == "closed"                     # 0.2 s old: still fresh
+    assert modes[3.3].mode == "hold" and modes[3.3].offset == held
+    assert modes[4.2].mode == "hold" and modes[4.2].offset == held
+    assert modes[4.3].mode == "open"
+    assert modes[4.3].offset == pytest.approx(held - math.radians(20) * 0.1)
+    assert modes[6.9].mode == "open" and modes[6.9].offset == 0.0
+    # data back: closed again once the window has motion in it
+    feed(loop, 7.0, 8.0, 30.0, start=(1.0, 1.0))
+    assert loop.command(8.0).mode == "closed"
+
+
+def test_the_loop_follows_waypoints_segment_by_segment():
+    cfg = SteeringConfig(waypoints=((0.0, 0.0), (1.0, 0.0), (1.0, 1.0)), lookahead=0.5,
+                         accept=0.1)
+    loop = SteeringLoop(cfg, window=1.0, phi_max=1.0)
+    feed(loop, 0.0, 2.0, 0.0, speed=0.1, start=(0.0, -0.2))       # right of the first leg
+    rec = loop.command(2.0)
+    assert rec.segment == 0 and rec.cross_track == pytest.approx(-0.2, abs=1e-6)
+    assert rec.target == pytest.approx(math.atan2(0.2, 0.5), abs=1e-6)   # back toward it
+    feed(loop, 2.05, 4.0, 0.0, speed=0.1, start=(0.96, 0.0))     # at the corner
+    rec = loop.command(4.0)
+    assert rec.segment == 1 and rec.target == pytest.approx(math.pi / 2, abs=0.3)
+
+
+def test_steering_config_checks():
+    with pytest.raises(ValueError, match="not both"):
+        SteeringConfig()
+    with pytest.raises(ValueError, match="not both"):
+        SteeringConfig(heading=0.0, waypoints=((0, 0), (1, 0)))
+    with pytest.raises(ValueError, match="k_p"):
+        SteeringConfig(heading=0.0, k_p=0.0)
+    with pytest.raises(ValueError, match="two waypoints"):
+        SteeringConfig(waypoints=((0, 0),))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[path]\nwaypoints = [[0, 0], [1, 0]]\nlookahead = 0.4\naccept = 0.1\n", None),
+    ("[path]\nwaypoints = [[0, 0]]\n", "path.waypoints: needs at least two waypoints"),
+    ("[path]\nwaypoints = [[0, 0], [0, 0]]\n", "path.waypoints[1]: repeats"),
+    ("[path]\nwaypoints = [[0, 0], [1, 'a']]\n", "path.waypoints[1]: must be a finite"),
+    ("[path]\nwaypoints = [[0, 0], [1, 0, 2]]\n", "path.waypoints[1]: must be an [x, y]"),
+    ("[path]\nwaypoints = [[0, 0], [1, 0]]\nlookahead = -1\n", "path.lookahead: must be > 0"),
+    ("[path]\nwaypoints = [[0, 0], [1, 0]]\nspeed = 1\n", "path.speed: unknown key"),
+    ("[route]\n", "route: unknown table"),
+    ("[path\n", "not valid TOML"),
+])
+def test_path_files(tmp_path, text, message):
+    f = tmp_path / "p.toml"
+    f.write_text(text)
+    if message is None:
+        spec = load_path_toml(f)
+        assert spec.waypoints == ((0.0, 0.0), (1.0, 0.0)) and spec.lookahead == 0.4
+        assert spec.accept == 0.1
+        return
+    with pytest.raises(PathFileError) as exc:
+        load_path_toml(f)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+    with pytest.raises(PathFileError, match="no such file"):
+        load_path_toml(tmp_path / "missing.toml")

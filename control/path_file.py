@@ -1,0 +1,86 @@
+"""Path files for LOS path following (``aiko run --path FILE.toml``)::
+
+    [path]
+    waypoints = [[0.0, 0.3], [3.0, 0.3]]   # m, (x, y) in motion capture's frame
+    lookahead = 0.8                        # m, optional: LOS look-ahead distance
+    accept = 0.15                          # m, optional: a waypoint counts as reached
+                                           # within this distance
+
+At least two waypoints, consecutive ones distinct; errors name the key.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiko.model.errors import AikoError
+
+__all__ = ["PathSpec", "PathFileError", "load_path_toml"]
+
+
+class PathFileError(AikoError, ValueError):
+    """A path file that cannot be used."""
+
+    def __init__(self, source: str, reason: str, key: str | None = None) -> None:
+        self.source, self.reason, self.key = source, reason, key
+        where = f"{source}: {key}: " if key else f"{source}: "
+        super().__init__(where + reason)
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    waypoints: tuple[tuple[float, float], ...]
+    lookahead: float = 0.8
+    accept: float = 0.15
+
+
+def _number(src: str, key: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise PathFileError(src, f"must be a finite number, got {v!r}", key)
+    return float(v)
+
+
+def load_path_toml(path: str | Path) -> PathSpec:
+    """Read a path file (module docstring)."""
+    src = str(path)
+    try:
+        with Path(path).open("rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError as exc:
+        raise PathFileError(src, "no such file") from exc
+    except OSError as exc:
+        raise PathFileError(src, f"cannot read ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PathFileError(src, f"not valid TOML ({exc})") from exc
+    for table in doc:
+        if table != "path":
+            raise PathFileError(src, "unknown table", table)
+    table = doc.get("path")
+    if not isinstance(table, dict):
+        raise PathFileError(src, "missing table [path]", "path")
+    for key in table:
+        if key not in ("waypoints", "lookahead", "accept"):
+            raise PathFileError(src, "unknown key", f"path.{key}")
+    wps = table.get("waypoints")
+    if not isinstance(wps, list):
+        raise PathFileError(src, "missing or not a list of [x, y] pairs", "path.waypoints")
+    if len(wps) < 2:
+        raise PathFileError(src, "needs at least two waypoints", "path.waypoints")
+    points = []
+    for i, w in enumerate(wps):
+        key = f"path.waypoints[{i}]"
+        if not isinstance(w, list) or len(w) != 2:
+            raise PathFileError(src, f"must be an [x, y] pair in m, got {w!r}", key)
+        points.append((_number(src, key, w[0]), _number(src, key, w[1])))
+        if i and points[i] == points[i - 1]:
+            raise PathFileError(src, "repeats the waypoint before it", key)
+    lookahead = _number(src, "path.lookahead", table.get("lookahead", 0.8))
+    accept = _number(src, "path.accept", table.get("accept", 0.15))
+    if lookahead <= 0:
+        raise PathFileError(src, f"must be > 0, got {lookahead!r}", "path.lookahead")
+    if accept < 0:
+        raise PathFileError(src, f"must be >= 0, got {accept!r}", "path.accept")
+    return PathSpec(tuple(points), lookahead, accept)

@@ -1,0 +1,146 @@
+"""The trial live in Foxglove: the Foxglove WebSocket protocol through
+``foxglove-sdk``.
+
+:class:`FoxgloveView` serves, on ``host:port``, the same messages as the live
+page: ``/aiko/links`` (a 3D scene: the model's links as spheres joined by a
+line, link 6 from motion capture as a sphere, and both link-6 trails),
+``/aiko/link6`` and ``/aiko/model/link6`` (x, y, z m), ``/aiko/steering``,
+``/aiko/status`` and ``/aiko/events`` (JSON). Timestamps are wall-clock
+nanoseconds (Foxglove's live panels expect them); the trial clock's t is in
+every JSON message. ``publish`` never blocks and never raises: the SDK queues
+per client and drops for slow ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from aiko.model.errors import AikoError
+
+__all__ = ["FoxgloveView", "FoxgloveViewError"]
+
+log = logging.getLogger(__name__)
+
+_NUM = {"type": ["number", "null"]}
+_SCHEMAS = {
+    "/aiko/link6": {"t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM},
+    "/aiko/model/link6": {"t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM, "lag": _NUM},
+    "/aiko/steering": {"t": _NUM, "mode": {"type": "string"}, "offset": _NUM, "heading": _NUM,
+                       "target": _NUM, "cross_track": _NUM},
+    "/aiko/status": {"t": _NUM, "phase": {"type": ["string", "null"]},
+                     "periods": {"type": "integer"}, "late": {"type": "integer"},
+                     "nodes_ok": {"type": "integer"}},
+    "/aiko/events": {"kind": {"type": "string"}},
+}
+_TOPICS = {"link6": "/aiko/link6", "steering": "/aiko/steering", "status": "/aiko/status",
+           "event": "/aiko/events", "fault": "/aiko/events"}
+TRAIL = 600
+"""Points kept in each link-6 trail of the scene (30 s at 20 Hz)."""
+SCENE_PERIOD_NS = 100_000_000
+"""The scene is sent at most at 10 Hz (building it costs the trial's process
+about a millisecond)."""
+
+
+class FoxgloveViewError(AikoError):
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"foxglove server on {where}: {reason}")
+
+
+class FoxgloveView:
+    def __init__(self, host: str = "127.0.0.1", port: int = 8766, name: str = "aiko") -> None:
+        self.host, self.port, self.name = host, port, name
+        self.published = 0
+        self.errors = 0
+        self._server = None
+        self._trail_exp: list = []
+        self._trail_model: list = []
+        self._model_links = None
+        self._exp = None
+        self._scene_sent = 0
+
+    async def __aenter__(self) -> "FoxgloveView":
+        import foxglove
+        from foxglove.channels import SceneUpdateChannel
+
+        self._ctx = foxglove.Context()
+        try:
+            self._server = foxglove.start_server(name=self.name, host=self.host, port=self.port,
+                                                 context=self._ctx)
+        except Exception as exc:  # the SDK raises its own errors for a port in use
+            raise FoxgloveViewError(f"{self.host}:{self.port}", str(exc)) from exc
+        self.port = self._server.port
+        self._scene = SceneUpdateChannel("/aiko/links", context=self._ctx)
+        self._json = {topic: foxglove.Channel(topic, schema={
+            "type": "object", "properties": props}, context=self._ctx)
+            for topic, props in _SCHEMAS.items()}
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+    def publish(self, topic: str, payload: dict) -> None:
+        try:
+            self._publish(topic, payload)
+        except Exception as exc:  # never into the trial
+            self.errors += 1
+            log.debug("foxglove: %s dropped: %s", topic, exc)
+
+    def _publish(self, topic: str, payload: dict) -> None:
+        now = time.time_ns()
+        if topic == "model":
+            self._json["/aiko/model/link6"].log(
+                {k: payload.get(k) for k in ("t", "x", "y", "z", "lag")}, log_time=now)
+            self._model_links = payload["positions"]
+            self._trail_model.append((payload["x"], payload["y"], payload["z"]))
+            del self._trail_model[:-TRAIL]
+            self._scene_update(now)
+        elif topic == "link6" and payload.get("x") is not None:
+            self._exp = (payload["x"], payload["y"], payload["z"])
+            self._trail_exp.append(self._exp)
+            del self._trail_exp[:-TRAIL]
+            self._json["/aiko/link6"].log(payload, log_time=now)
+            self._scene_update(now)
+        elif topic in _TOPICS and topic != "link6":
+            msg = payload if topic != "fault" else {"kind": "fault", **payload}
+            self._json[_TOPICS[topic]].log(json.loads(json.dumps(msg)), log_time=now)
+        else:
+            return
+        self.published += 1
+
+    def _scene_update(self, now: int) -> None:
+        if now - self._scene_sent < SCENE_PERIOD_NS:
+            return
+        self._scene_sent = now
+        from foxglove.messages import (Color, LinePrimitive, LinePrimitiveLineType, Point3,
+                                       Pose, Quaternion, SceneEntity, SceneUpdate,
+                                       SpherePrimitive, Timestamp, Vector3)
+
+        ts = Timestamp.from_epoch_secs(now * 1e-9)
+        red, blue = Color(r=0.78, g=0.06, b=0.18, a=1.0), Color(r=0.12, g=0.31, b=0.61, a=1.0)
+        ident = Quaternion(x=0, y=0, z=0, w=1)
+
+        def sphere(p, color, size=0.06):
+            return SpherePrimitive(pose=Pose(position=Vector3(x=p[0], y=p[1], z=p[2]),
+                                             orientation=ident),
+                                   size=Vector3(x=size, y=size, z=size), color=color)
+
+        def strip(points, color, thickness):
+            return LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=thickness,
+                                 scale_invariant=True, color=color,
+                                 points=[Point3(x=p[0], y=p[1], z=p[2]) for p in points])
+
+        entities = []
+        if self._model_links is not None:
+            entities.append(SceneEntity(
+                timestamp=ts, frame_id="world", id="model",
+                spheres=[sphere(p, red) for p in self._model_links],
+                lines=[strip(self._model_links, red, 3.0), strip(self._trail_model, red, 1.0)]))
+        if self._exp is not None:
+            entities.append(SceneEntity(
+                timestamp=ts, frame_id="world", id="experiment",
+                spheres=[sphere(self._exp, blue, 0.08)],
+                lines=[strip(self._trail_exp, blue, 1.5)]))
+        self._scene.log(SceneUpdate(entities=entities), log_time=now)

@@ -1,0 +1,197 @@
+"""The live view of a running trial: one page served on 127.0.0.1, updated
+over a WebSocket.
+
+:class:`LiveView` is an async context manager that serves ``/`` (the page),
+``/live.js`` (its script, shipped with the package: no CDN, labs run offline)
+and ``/ws`` (the stream) with ``websockets``. The trial calls
+:meth:`LiveView.publish` (never blocks, never raises), which turns each
+message into a compact record on an append-only list; every client's
+connection handler sends what is new on that list every ``interval`` s, as
+one JSON array, starting from the beginning (a page opened mid-trial draws
+the whole trial so far). A slow client only falls behind on its own
+connection; one that goes away ends its handler and nothing else.
+
+Records (JSON objects with ``k``, the kind): ``start`` (gait, steering,
+waypoints, target heading), ``exp`` / ``model`` (t, x, y of link 6, m),
+``steer`` (t, heading, target, offset rad, mode, cross-track m), ``status``
+(periods, late, missed, nodes ok, phase), ``fault``, ``end`` (reason,
+fault), ``comparison`` (the metrics) and ``closed`` (the server is about to
+stop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from http import HTTPStatus
+from importlib import resources
+
+from aiko.model.errors import AikoError
+
+__all__ = ["LiveView", "LiveViewError"]
+
+log = logging.getLogger(__name__)
+
+_TYPES = {"index.html": "text/html; charset=utf-8",
+          "live.js": "text/javascript; charset=utf-8"}
+
+
+class LiveViewError(AikoError):
+    def __init__(self, where: str, reason: str) -> None:
+        self.where, self.reason = where, reason
+        super().__init__(f"live view on {where}: {reason}")
+
+
+def _num(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def _r(v, digits=4):
+    return None if v is None else round(float(v), digits)
+
+
+class LiveView:
+    """Serves the live page on ``host:port`` (port 0: any free port; see
+    :attr:`port` once entered). ``linger``: at exit, how long to wait for
+    connected pages to receive the last records."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 8765, *, title: str = "",
+                 interval: float = 0.05, linger: float = 1.0) -> None:
+        self.host = host
+        self.port = port
+        self.title = title
+        self.interval = interval
+        self.linger = linger
+        self.records: list[str] = []
+        self.clients = 0
+        self.connections = 0
+        self.disconnects = 0
+        self._server = None
+        self._cursors: dict[int, int] = {}
+        self._changed = asyncio.Event()
+        self._closing = False
+
+    # ----------------------------------------------------------- publishing
+    def publish(self, topic: str, payload: dict) -> None:
+        """Take one of the trial's messages (telemetry topics plus ``model``
+        and ``steering``); never blocks, never raises."""
+        try:
+            rec = self._record(topic, payload)
+        except (KeyError, TypeError, ValueError) as exc:  # a malformed message: drop it
+            log.debug("live view: message on %s dropped: %s", topic, exc)
+            return
+        if rec is not None:
+            self._add(rec)
+
+    def _add(self, rec: dict) -> None:
+        self.records.append(json.dumps(rec, separators=(",", ":"), allow_nan=False))
+        self._changed.set()
+
+    def _record(self, topic: str, p: dict) -> dict | None:
+        if topic == "link6":
+            if p.get("x") is None:
+                return None
+            return {"k": "exp", "t": _r(p["t"]), "x": _r(p["x"]), "y": _r(p["y"])}
+        if topic == "model":
+            return {"k": "model", "t": _r(p["t"]), "x": _r(p["x"]), "y": _r(p["y"])}
+        if topic == "steering":
+            return {"k": "steer", "t": _r(p["t"]), "mode": p["mode"],
+                    "heading": _r(_num(p.get("heading"))), "target": _r(_num(p.get("target"))),
+                    "offset": _r(p["offset"]), "e": _r(_num(p.get("cross_track")))}
+        if topic == "status":
+            return {"k": "status", **{key: p.get(key) for key in (
+                "t", "phase", "periods", "late", "missed", "nodes_ok", "nodes", "model_lag")}}
+        if topic == "fault":
+            return {"k": "fault", "t": _r(p.get("t")), "kind": p.get("kind"),
+                    "node": p.get("node"), "reason": p.get("reason")}
+        if topic == "event":
+            if p.get("kind") == "trial_start":
+                wps = p.get("waypoints")
+                return {"k": "start", "title": self.title, "gait": p.get("gait"),
+                        "steering": p.get("steering"), "target": _num(p.get("heading_target")),
+                        "waypoints": None if wps is None else [list(w) for w in wps]}
+            if p.get("kind") == "trial_end":
+                return {"k": "end", "t": _r(p.get("t")), "reason": p.get("reason"),
+                        "fault": p.get("fault")}
+            return None
+        if topic == "comparison":
+            return {"k": "comparison", **{key: _num(v) for key, v in p.items()
+                                          if isinstance(v, (int, float, str)) or v is None}}
+        return None
+
+    # -------------------------------------------------------------- serving
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def __aenter__(self) -> "LiveView":
+        from websockets.asyncio.server import serve
+
+        try:
+            self._server = await serve(self._handler, self.host, self.port,
+                                       process_request=self._http, max_size=2 ** 16,
+                                       ping_interval=5, ping_timeout=10)
+        except OSError as exc:
+            raise LiveViewError(f"{self.host}:{self.port}",
+                                f"cannot listen ({exc.strerror})") from exc
+        sock = next(iter(self._server.sockets))
+        self.port = sock.getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self._add({"k": "closed"})
+        self._closing = True
+        loop = asyncio.get_running_loop()
+        t_end = loop.time() + self.linger
+        while self._cursors and loop.time() < t_end and any(
+                c < len(self.records) for c in self._cursors.values()):
+            await asyncio.sleep(self.interval)
+        self._server.close()
+        await self._server.wait_closed()
+
+    def _http(self, connection, request):
+        from websockets.datastructures import Headers
+        from websockets.http11 import Response
+
+        path = request.path.split("?", 1)[0]
+        if path == "/ws":
+            return None
+        name = {"/": "index.html", "/index.html": "index.html", "/live.js": "live.js"}.get(path)
+        if name is None:
+            return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
+        body = (resources.files("aiko.drivers") / "live_page" / name).read_bytes()
+        headers = Headers([("Content-Type", _TYPES[name]), ("Cache-Control", "no-store"),
+                           ("Content-Length", str(len(body)))])
+        return Response(200, "OK", headers, body)
+
+    async def _handler(self, ws) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        key = id(ws)
+        self._cursors[key] = 0
+        self.clients += 1
+        self.connections += 1
+        try:
+            while True:
+                cursor = self._cursors[key]
+                if cursor < len(self.records):
+                    end = len(self.records)
+                    await ws.send("[" + ",".join(self.records[cursor:end]) + "]")
+                    self._cursors[key] = end
+                    if self._closing and end == len(self.records):
+                        break
+                    continue
+                self._changed.clear()
+                try:
+                    await asyncio.wait_for(self._changed.wait(), 1.0)
+                except TimeoutError:
+                    pass
+                await asyncio.sleep(self.interval)
+        except ConnectionClosed:
+            self.disconnects += 1
+        finally:
+            self.clients -= 1
+            del self._cursors[key]
