@@ -7,9 +7,10 @@ and ``/ws`` (the stream) with ``websockets``. The trial calls
 :meth:`LiveView.publish` (never blocks, never raises), which turns each
 message into a compact record on an append-only list; every client's
 connection handler sends what is new on that list every ``interval`` s, as
-one JSON array, starting from the beginning (a page opened mid-trial draws
-the whole trial so far). A slow client only falls behind on its own
-connection; one that goes away ends its handler and nothing else.
+JSON arrays, starting from the beginning (a page opened mid-trial draws the
+whole trial so far). A slow client only falls behind on its own connection
+(nothing is sent to it while its send buffer holds more than BUFFER_LIMIT);
+one that goes away ends its handler and nothing else.
 
 Records (JSON objects with ``k``, the kind): ``start`` (gait, steering,
 waypoints, target heading), ``exp`` / ``model`` (t, x, y of link 6, m),
@@ -33,6 +34,15 @@ from aiko.model.errors import AikoError
 __all__ = ["LiveView", "LiveViewError"]
 
 log = logging.getLogger(__name__)
+
+BATCH = 500
+"""At most this many records per WebSocket message (a page opened late gets
+the trial so far in several)."""
+
+BUFFER_LIMIT = 2 ** 20
+"""A page's connection is sent nothing while this much (bytes) waits in its
+send buffer, and its write limit is four times that: a send never waits for
+a page that does not read, so closing the server never waits on one either."""
 
 _TYPES = {"index.html": "text/html; charset=utf-8",
           "live.js": "text/javascript; charset=utf-8"}
@@ -121,6 +131,10 @@ class LiveView:
                                           if isinstance(v, (int, float, str)) or v is None}}
         return None
 
+    def backlog(self) -> list[int]:
+        """Per connected page, how many records it has yet to be sent."""
+        return [len(self.records) - c for c in self._cursors.values()]
+
     # -------------------------------------------------------------- serving
     @property
     def url(self) -> str:
@@ -133,7 +147,8 @@ class LiveView:
         try:
             self._server = await serve(self._handler, self.host, self.port,
                                        process_request=self._http, max_size=2 ** 16,
-                                       ping_interval=5, ping_timeout=10)
+                                       ping_interval=5, ping_timeout=10, close_timeout=1.0,
+                                       write_limit=4 * BUFFER_LIMIT)
         except OSError as exc:
             raise LiveViewError(f"{self.host}:{self.port}",
                                 f"cannot listen ({exc.strerror})") from exc
@@ -177,8 +192,11 @@ class LiveView:
         try:
             while True:
                 cursor = self._cursors[key]
+                if ws.transport.get_write_buffer_size() > BUFFER_LIMIT:
+                    await asyncio.sleep(self.interval)   # a page that does not keep up
+                    continue
                 if cursor < len(self.records):
-                    end = len(self.records)
+                    end = min(len(self.records), cursor + BATCH)
                     await ws.send("[" + ",".join(self.records[cursor:end]) + "]")
                     self._cursors[key] = end
                     if self._closing and end == len(self.records):

@@ -30,7 +30,8 @@ from aiko.firmware_interface.service import EmulatedJoints
 
 
 async def udp_sender(port, subject, malformed_every=0, stop_after=None):
-    """A Vicon Tracker stand-in: 100 Hz datagrams, link 6 moving along y."""
+    """A Vicon Tracker stand-in: 100 Hz datagrams, link 6 moving along y at
+    1 m/s (occluded for frames 40-49)."""
     loop = asyncio.get_running_loop()
     transport, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol,
                                                        remote_addr=("127.0.0.1", port))
@@ -49,7 +50,8 @@ async def udp_sender(port, subject, malformed_every=0, stop_after=None):
 
 
 async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=None, mocap=False,
-                              malformed_every=0, telemetry=None, startup_timeout=1.0):
+                              malformed_every=0, telemetry=None, startup_timeout=1.0,
+                              steering=None, viewers=(), mocap_stop_after=None):
     channel = f"trial-{uuid.uuid4()}"
     node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
     pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
@@ -60,7 +62,7 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
     joints = EmulatedJoints(node_bus, modules, clock=clock.now)
     config = TrialConfig(gait="sidewinding", nodes=nodes, duration=duration,
                          can_interface="virtual", can_channel=channel,
-                         startup_timeout=startup_timeout)
+                         startup_timeout=startup_timeout, steering=steering)
     gait = PRESETS["sidewinding"]
     tlog = TrialLog(path, trial_metadata(config, gait), dbc_attachment())
     can_io = CanDriver(pc_bus, clock, on_tx=lambda t, i, d: tlog.write("/can/tx", t, {
@@ -73,13 +75,14 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
             async with can_io:
                 if mocap:
                     async with ViconUdpSource("link6", clock, host="127.0.0.1", port=0) as source:
-                        sender = tg.create_task(udp_sender(source.port, "link6", malformed_every),
-                                                name="vicon")
+                        sender = tg.create_task(udp_sender(source.port, "link6", malformed_every,
+                                                           mocap_stop_after), name="vicon")
                         result = await run_trial(config, gait, can_io, clock, tlog,
-                                                 mocap_source=source, telemetry=telemetry)
+                                                 mocap_source=source, telemetry=telemetry,
+                                                 viewers=viewers)
                 else:
                     result = await run_trial(config, gait, can_io, clock, tlog,
-                                             telemetry=telemetry)
+                                             telemetry=telemetry, viewers=viewers)
             await asyncio.sleep(0.05)  # let the emulator take the last frames
             emulator.cancel()
             if sender is not None:

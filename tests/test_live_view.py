@@ -1,0 +1,268 @@
+"""The live view: the page and its stream, binding, clients that go away or
+never read (the trial never notices), Foxglove, and the page in a real
+browser (headless Chromium) during a short trial on the simulated rig."""
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from websockets.asyncio.client import connect
+
+from aiko.control.steering import SteeringConfig
+from aiko.drivers.live import LiveView, LiveViewError
+
+from .test_trial import trial_with_emulator
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.headers["Content-Type"], r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, None, b""
+
+
+async def take(ws, n, timeout=5.0):
+    """At least n records from the stream."""
+    out = []
+    while len(out) < n:
+        out += json.loads(await asyncio.wait_for(ws.recv(), timeout))
+    return out
+
+
+def test_the_page_its_script_and_the_stream_with_the_history_for_late_pages():
+    async def main():
+        async with LiveView(port=0, title="t") as live:
+            assert live.url == f"http://127.0.0.1:{live.port}/"
+            status, ctype, body = await asyncio.to_thread(get, live.url)
+            assert status == 200 and ctype.startswith("text/html") and b"live.js" in body
+            status, ctype, body = await asyncio.to_thread(get, live.url + "live.js")
+            assert status == 200 and "javascript" in ctype and b"WebSocket" in body
+            assert (await asyncio.to_thread(get, live.url + "etc/passwd"))[0] == 404
+            live.publish("event", {"t": 0.0, "kind": "trial_start", "gait": "g",
+                                   "steering": "path", "heading_target": None,
+                                   "waypoints": ((0.0, 0.0), (1.0, 0.5))})
+            for k in range(1200):                 # more than one message's worth
+                live.publish("link6", {"t": k / 20, "frame": k, "x": k * 1e-3, "y": 0.0,
+                                       "z": 0.05})
+            live.publish("link6", {"t": 60.0, "frame": 1200, "occluded": True})  # not drawn
+            live.publish("steering", {"t": 1.0, "mode": "closed", "offset": 0.1,
+                                      "heading": float("nan"), "target": 0.2})
+            live.publish("status", {"t": 1.0, "phase": "gait", "periods": 3, "late": 0,
+                                    "missed": 0, "nodes_ok": 10, "nodes": 10})
+            live.publish("nonsense", {"a": 1})
+            live.publish("model", {"t": 1.0})     # malformed: dropped, never raised
+            async with connect(f"ws://127.0.0.1:{live.port}/ws") as ws:
+                recs = await take(ws, 1203)
+            assert recs[0] == {"k": "start", "title": "t", "gait": "g", "steering": "path",
+                               "target": None, "waypoints": [[0.0, 0.0], [1.0, 0.5]]}
+            assert [r["k"] for r in recs[1:1201]] == ["exp"] * 1200
+            assert recs[1200]["x"] == pytest.approx(1.199)
+            assert recs[1201]["k"] == "steer" and recs[1201]["heading"] is None
+            assert recs[1202]["k"] == "status" and len(recs) == 1203
+            # a page that comes later gets the same, then what follows
+            async with connect(f"ws://127.0.0.1:{live.port}/ws") as ws:
+                assert len(await take(ws, 1203)) == 1203
+                live.publish("event", {"t": 2.0, "kind": "trial_end", "reason": "fault",
+                                       "fault": "joint node 2 lost"})
+                (end,) = await take(ws, 1)
+                assert end == {"k": "end", "t": 2.0, "reason": "fault",
+                               "fault": "joint node 2 lost"}
+            assert live.connections == 2
+        # the server is gone with the context
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", live.port), timeout=1).close()
+
+    asyncio.run(main())
+
+
+def test_binding_stays_on_the_address_asked_for_and_a_taken_port_is_one_clear_error():
+    async def main():
+        async with LiveView("127.0.0.2", 0) as live:
+            assert (await asyncio.to_thread(get, live.url))[0] == 200
+            with pytest.raises(OSError):                 # not on 127.0.0.1
+                socket.create_connection(("127.0.0.1", live.port), timeout=1).close()
+            with pytest.raises(LiveViewError) as exc:
+                async with LiveView("127.0.0.2", live.port):
+                    pass
+            assert f"127.0.0.2:{live.port}" in str(exc.value) and "\n" not in str(exc.value)
+
+    asyncio.run(main())
+
+
+async def stuck_client(port):
+    """A page that opens the WebSocket and then never reads a byte."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    writer.write(f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                 "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                 "Sec-WebSocket-Version: 13\r\n\r\n".encode())
+    await writer.drain()
+    return writer
+
+
+def test_viewers_that_vanish_or_never_read_do_not_touch_the_trial(tmp_path):
+    async def main():
+        async with LiveView(port=0) as live:
+            for k in range(150000):   # about 9 MB queued: more than the sockets hold
+                live.publish("link6", {"t": k, "frame": k, "x": 1.0, "y": 2.0, "z": 0.0})
+            stuck = await stuck_client(live.port)
+
+            async def vanishing():
+                await asyncio.sleep(0.5)
+                ws = await connect(f"ws://127.0.0.1:{live.port}/ws", max_size=None)
+                await take(ws, 600)
+                ws.transport.abort()               # gone mid-trial, no closing handshake
+
+            task = asyncio.create_task(vanishing())
+            steering = SteeringConfig(heading=0.0, window=1.0)
+            result, data, _, _ = await trial_with_emulator(
+                tmp_path / "t.mcap", 3.0, nodes=3, mocap=True, viewers=[live],
+                steering=steering)
+            await task
+            # the stuck page is still far behind: its connection waits, nothing else
+            assert max(live.backlog()) > 10000, live.backlog()
+            n_before_exit = len(live.records)
+            t0 = time.monotonic()
+        exit_s = time.monotonic() - t0
+        stuck.close()
+        return result, data, live, n_before_exit, exit_s
+
+    result, data, live, n, exit_s = asyncio.run(main())
+    st = result.stream
+    assert result.reason == "completed" and st.missed == 0
+    assert st.states_matched == 3 * st.periods and st.send_failures == 0
+    assert sorted(st.jitter)[len(st.jitter) // 2] < 0.005
+    assert live.connections == 2 and live.disconnects >= 1
+    kinds = [json.loads(r)["k"] for r in live.records[150000:n]]
+    assert kinds[0] == "start" and kinds[-1] == "end" and "steer" in kinds
+    assert kinds.count("exp") >= 40 and "status" in kinds
+    assert exit_s < 4.0                      # linger 1 s + the stuck page's close timeout
+    assert len(data.records["/steering"]) == 31
+
+
+def test_foxglove_advertises_the_trial_and_sends_the_scene():
+    from aiko.drivers.foxglove_view import FoxgloveView
+
+    async def main():
+        async with FoxgloveView(port=0) as fox:
+            async with connect(f"ws://127.0.0.1:{fox.port}",
+                               subprotocols=["foxglove.sdk.v1"]) as ws:
+                info = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                assert info["op"] == "serverInfo"
+                topics = {}
+                while not {"/aiko/links", "/aiko/link6", "/aiko/steering"} <= set(topics):
+                    msg = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                    if msg["op"] == "advertise":
+                        topics.update({c["topic"]: c["id"] for c in msg["channels"]})
+                await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+                    {"id": 7, "channelId": topics["/aiko/link6"]},
+                    {"id": 8, "channelId": topics["/aiko/links"]}]}))
+                await asyncio.sleep(0.3)
+                fox.publish("link6", {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5, "z": 0.05})
+                fox.publish("model", {"t": 1.5, "x": 0.3, "y": -0.4, "z": 0.05, "lag": 0.0,
+                                      "positions": [[0.1 * i, 0.0, 0.05] for i in range(11)]})
+                fox.publish("model", {"t": 1.6})                   # malformed: dropped
+                got = {}
+                while len(got) < 2:
+                    m = await asyncio.wait_for(ws.recv(), 5)
+                    if isinstance(m, bytes) and m[0] == 1:
+                        got[int.from_bytes(m[1:5], "little")] = m[13:]
+                assert json.loads(got[7]) == {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5,
+                                              "z": 0.05}
+                assert len(got[8]) > 11 * 20     # eleven spheres and their lines
+        return fox
+
+    fox = asyncio.run(main())
+    assert fox.published == 2 and fox.errors == 1
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+def browser(tmp):
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        if os.environ.get("AIKO_REQUIRE_BROWSER"):
+            pytest.fail("Chromium and chromedriver are required (Debian: chromium "
+                        "chromium-driver)")
+        pytest.skip("no Chromium here (.ci/run installs it and sets AIKO_REQUIRE_BROWSER)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--no-first-run", f"--user-data-dir={tmp}",
+              "--window-size=1400,1000"):
+        opts.add_argument(a)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+def blue_pixels(driver, canvas):
+    return driver.execute_script(f"""
+        const c = document.getElementById('{canvas}');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4)
+            if (d[i + 3] > 200 && d[i + 2] > 120 && d[i] < 90 && d[i + 1] < 120) n++;
+        return n;""")
+
+
+def test_the_live_page_in_a_browser_during_a_trial_on_the_simulated_rig(tmp_path):
+    run = subprocess.Popen(
+        [sys.executable, "-m", "aiko.experiments.cli", "run", "lateral-undulation-orthotropic",
+         "--duration", "5", "--heading", "20", "--live", "0", "--out",
+         str(tmp_path / "live.mcap")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    driver = None
+    try:
+        url = None
+        for line in run.stdout:
+            if "live view: " in line:
+                url = line.split("live view: ", 1)[1].strip()
+                break
+        assert url and url.startswith("http://127.0.0.1:"), url
+        driver = browser(tempfile.mkdtemp(dir=tmp_path))
+        driver.get(url)
+        state = lambda: driver.execute_script(  # noqa: E731
+            "return [document.body.dataset.state, aikoLive.exp.length, aikoLive.model.length,"
+            " aikoLive.steer.length]")
+        seen = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            seen.append(state())
+            if seen[-1][0] not in ("connecting", "waiting", "running"):
+                break
+            time.sleep(0.5)
+        running = [s for s in seen if s[0] == "running"]
+        # drawn and updated while the trial ran: link 6 from motion capture and
+        # from the model, the steering, more of each from one look to the next
+        assert len(running) >= 4, seen
+        assert running[-1][1] > running[0][1] > 0 or running[-1][1] > running[1][1] > 0, seen
+        assert running[-1][2] > 0 and running[-1][3] > 0, seen
+        assert seen[-1][0] == "completed", seen
+        assert blue_pixels(driver, "path") > 200 and blue_pixels(driver, "xy") > 200
+        assert "ended: completed" in driver.find_element("id", "banner").text
+        assert "nodes ok 10/10" in driver.find_element("id", "status").text
+        png = driver.get_screenshot_as_png()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000
+        (tmp_path / "live.png").write_bytes(png)
+    finally:
+        if driver is not None:
+            driver.quit()
+        out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert "steering (heading hold)" in out
