@@ -42,3 +42,38 @@ def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
     # what the CLI reports is in the log too
     (_, rep), = data.events("steering_report")
     assert rep["data"]["kind"] == "heading" and rep["data"]["periods"] == 101
+
+
+def aiko(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", *args],
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_steering_and_viewer_requests_that_cannot_be_met_are_one_line_errors(tmp_path):
+    import socket
+
+    gait = tmp_path / "wide.toml"
+    gait.write_text("[gait]\nA_h = 45.0\nomega_h = 80.0\ndelta_h = -50.0\npsi_h = 0.0\n"
+                    "A_v = 0.0\nomega_v = 0.0\ndelta_v = 0.0\ndelta_0 = 0.0\npsi_v = 0.0\n")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    cases = [
+        (["lateral-undulation", "--heading", "10", "--rig", "robot", "--can-interface",
+          "virtual", "--can-channel", "x"], "steering needs motion capture"),
+        ([str(gait), "--heading", "10"], "no room to steer"),
+        (["lateral-undulation", "--path", "missing.toml"], "missing.toml: no such file"),
+        (["lateral-undulation", "--heading", "10", "--path", "p.toml"], "not allowed with"),
+        (["lateral-undulation", "--live", str(port), "--duration", "1"],
+         f"live view on 127.0.0.1:{port}: cannot listen"),
+    ]
+    try:
+        for args, message in cases:
+            r = aiko(*args, cwd=tmp_path)
+            assert r.returncode == 2, (args, r.stdout, r.stderr)
+            lines = r.stderr.strip().splitlines()
+            assert message in lines[-1] and "Traceback" not in r.stderr, (args, r.stderr)
+    finally:
+        taken.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.toml"]   # nothing left
