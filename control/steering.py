@@ -67,20 +67,40 @@ def heading_from_track(t: np.ndarray, p: np.ndarray, window: float) -> float | N
 
 @dataclass(frozen=True)
 class HeadingHold:
-    """phi_0 = sat(sign k_p wrap(theta_ref - theta)): the offset turns the
-    snake toward its target heading; ``phi_max`` keeps the references inside
-    the joint limits. ``sign``: a positive offset on the horizontal joints
-    turns the snake clockwise (toward negative headings) with the head leading
-    (measured on the model: the orthotropic lateral undulation with +10 deg
-    turned about 9 deg/s clockwise), so -1."""
+    """phi_0 = sat(sign (k_p e + k_i integral)), e = wrap(theta_ref - theta):
+    the offset turns the snake toward its target heading; ``phi_max`` keeps
+    the references inside the joint limits. ``sign``: a positive offset on the
+    horizontal joints turns the snake clockwise (toward negative headings)
+    with the head leading (measured on the model: the orthotropic lateral
+    undulation with +10 deg turned about 9 deg/s clockwise), so -1. The
+    integral (rad s) is the caller's state; it takes out a steady turn such as
+    a joint whose zero is off (see :meth:`integrate`)."""
 
     k_p: float = 0.6
     phi_max: float = math.radians(15.0)
     sign: float = -1.0
+    k_i: float = 0.0
+    i_zone: float = math.radians(10.0)
 
-    def offset(self, heading: float, target: float) -> float:
+    def offset(self, heading: float, target: float, integral: float = 0.0) -> float:
         e = float(wrap_angle(target - heading))
-        return float(np.clip(self.sign * self.k_p * e, -self.phi_max, self.phi_max))
+        return float(np.clip(self.sign * (self.k_p * e + self.k_i * integral),
+                             -self.phi_max, self.phi_max))
+
+    def integrate(self, heading: float, target: float, integral: float, dt: float) -> float:
+        """The integral after dt s more of error. It only grows while the
+        error is within ``i_zone`` (a large turn is the proportional part's
+        job; integrating through it winds up and overshoots) and the offset is
+        not saturated in the error's direction, and is bounded so that the
+        integral part alone never exceeds phi_max."""
+        if self.k_i == 0:
+            return 0.0
+        e = float(wrap_angle(target - heading))
+        u = self.k_p * e + self.k_i * integral
+        if abs(e) > self.i_zone or (abs(u) >= self.phi_max and np.sign(e) == np.sign(u)):
+            return integral
+        bound = self.phi_max / self.k_i
+        return float(np.clip(integral + e * dt, -bound, bound))
 
 
 def cross_track(p, a, b) -> tuple[float, float, float]:
@@ -160,11 +180,14 @@ class SteeringConfig:
     ``stale_after``: a tracked position older than this is stale; the offset
     is then held for ``hold`` s and afterwards the loop falls back to open
     loop until fresh data come back. ``rate_max`` limits how fast the offset
-    changes, so that no period's references jump."""
+    changes, so that no period's references jump. ``k_p`` (rad/rad) and
+    ``k_i`` (rad per rad s) are heading hold's gains (:class:`HeadingHold`),
+    also under LOS."""
 
     heading: float | None = None
     waypoints: tuple[tuple[float, float], ...] | None = None
     k_p: float = 0.25
+    k_i: float = 0.015
     phi_max: float = math.radians(15.0)
     sign: float = -1.0
     lookahead: float = 0.8
@@ -182,6 +205,8 @@ class SteeringConfig:
         for name in ("k_p", "phi_max", "rate_max", "stale_after"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"steering {name} must be > 0, got {getattr(self, name)!r}")
+        if not self.k_i >= 0:
+            raise ValueError(f"steering k_i must be >= 0, got {self.k_i!r}")
         if not self.hold >= 0:
             raise ValueError(f"steering hold must be >= 0, got {self.hold!r}")
         if self.window is not None and not self.window > 0:
@@ -239,7 +264,8 @@ class SteeringLoop:
         self.config = config
         self.window = window
         self.phi_max = min(config.phi_max, phi_max)
-        self.law = HeadingHold(config.k_p, self.phi_max, config.sign)
+        self.law = HeadingHold(config.k_p, self.phi_max, config.sign, config.k_i)
+        self.integral = 0.0
         self.los = (None if config.waypoints is None else
                     LosGuidance(config.waypoints, config.lookahead, config.accept))
         self.los_state = LosState()
@@ -283,7 +309,9 @@ class SteeringLoop:
                 target, e, self.los_state = self.los.target(position, self.los_state)
                 segment = self.los_state.segment
             mode = "closed"
-            goal = self.law.offset(heading, target)
+            if self.mode == "closed":
+                self.integral = self.law.integrate(heading, target, self.integral, dt)
+            goal = self.law.offset(heading, target, self.integral)
         elif self.mode in ("closed", "hold"):
             if self._t_lost is None:
                 self._t_lost = t

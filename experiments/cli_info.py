@@ -44,5 +44,15 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"  comparison: final error {100 * m['final_error_m']:.1f} cm, RMS "
               f"{100 * m['rms_error_m']:.1f} cm, distance ratio {m['distance_ratio']:.2f}, "
               f"heading difference {m['heading_difference_deg']:+.1f} deg")
+    st = info["steering"]
+    if st:
+        settle = ("never settled" if st["settling_time_s"] is None
+                  else f"settled after {st['settling_time_s']:.1f} s")
+        what = (f"final error {st['final_error_deg']:+.1f} deg" if st["kind"] == "heading"
+                and st["final_error_deg"] is not None else
+                f"final cross-track {100 * st['final_cross_track_m']:.1f} cm"
+                if st.get("final_cross_track_m") is not None else "no estimate")
+        print(f"  steering ({st['kind']}): {settle}, {what}; closed loop "
+              f"{100 * st['closed_share']:.0f} % of {st['periods']} periods")
     print(f"  software {info['software_version']} ({info['git_revision']})")
     return 0

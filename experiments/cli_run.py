@@ -103,6 +103,10 @@ def add_parser(sub) -> None:
                           "guidance ([path] waypoints = [[x, y], ...] m, lookahead, accept)")
     s.add_argument("--steer-gain", type=positive("steer gain"), default=0.25, metavar="K",
                    help="offset per heading error, deg/deg (default 0.25)")
+    s.add_argument("--steer-ki", type=nonneg("steer ki"), default=0.015, metavar="K",
+                   help="integral gain, deg of offset per deg s of heading error (default "
+                        "0.015; 0: proportional only); takes out a steady turn, e.g. from "
+                        "joints whose zero is off")
     s.add_argument("--steer-max-deg", type=positive("steer max"), default=15.0, metavar="DEG",
                    help="largest offset (default 15; less where the gait's amplitude leaves "
                         "less room to the joint limits)")
@@ -182,7 +186,7 @@ def steering_from_args(args: argparse.Namespace):
 
     if args.heading is None and args.path is None:
         return None
-    common = dict(k_p=args.steer_gain, phi_max=math.radians(args.steer_max_deg),
+    common = dict(k_p=args.steer_gain, k_i=args.steer_ki, phi_max=math.radians(args.steer_max_deg),
                   hold=args.steer_hold, window=args.steer_window)
     if args.heading is not None:
         if not math.isfinite(args.heading):

@@ -1,14 +1,15 @@
 """A trial log in other formats, and what it holds.
 
 * :func:`export_csv`: one CSV per channel (references with one column per
-  node and quantity, joint states, EMCY, motion capture, the parallel model's
-  link 6, events with their data as JSON), times in s on the trial clock;
+  node and quantity and the steering offset, joint states, EMCY, motion
+  capture, the parallel model's link 6, the steering, events with their data
+  as JSON), times in s on the trial clock;
 * :func:`export_can`: the raw CAN frames (/can/tx and /can/rx, in time
   order) through python-can's own log writers, Vector ASC or BLF, so CAN tools
   open them; time stamps are the wall clock of the trial's start plus the
   trial clock;
 * :func:`trial_info`: gait, rig, duration, counts per channel, faults, phases
-  and the stored comparison, as a dict.
+  the stored comparison and, for a steered trial, its steering metrics, as a dict.
 
 Reading never executes anything from the file (:func:`read_trial`).
 """
@@ -92,15 +93,17 @@ def export_csv(data: TrialData, folder: Path, stem: str) -> list[Path]:
             for i in range(len(nodes)):
                 vals += [d[q][i] for q in ("alpha_h", "alpha_v", "omega_h", "omega_v")]
             rows.append([t, d.get("phase", "gait"), d["k"], d.get("t_gait"), d["counter"],
-                         *vals])
+                         d.get("offset", 0.0), *vals])
         written.append(_write(folder / f"{stem}-references.csv",
-                              ["t", "phase", "k", "t_gait", "counter", *cols], rows))
+                              ["t", "phase", "k", "t_gait", "counter", "offset", *cols], rows))
     simple = {"/joint_state": ("joint_state", ["node", "alpha_h", "alpha_v", "duty_h", "duty_v",
                                                "status", "sync_echo"]),
               "/emcy": ("emcy", ["node", "error_code", "error_register", "motor"]),
               "/mocap": ("mocap", ["frame", "x", "y", "z", "occluded", "stale", "latency",
                                    "t_receive"]),
-              "/model": ("model", ["t", "x", "y", "z", "lag"])}
+              "/model": ("model", ["t", "x", "y", "z", "lag"]),
+              "/steering": ("steering", ["t_gait", "mode", "offset", "heading", "target", "x",
+                                         "y", "cross_track", "segment", "age", "tracked"])}
     for channel, (name, keys) in simple.items():
         recs = data.records.get(channel, [])
         if recs:
@@ -141,5 +144,13 @@ def trial_info(data: TrialData) -> dict:
         "faults": [e["data"] for _, e in data.events("fault")],
         "end": ends[-1][1]["data"].get("reason") if ends else None,
         "comparison": comparison[-1][1].get("metrics") if comparison else None,
+        "steering": _steering(data),
         "attachments": sorted(data.attachments),
     }
+
+
+def _steering(data: TrialData) -> dict | None:
+    from .steering_report import steering_metrics, steering_series
+
+    series = steering_series(data)
+    return None if series is None else steering_metrics(series)

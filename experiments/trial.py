@@ -28,6 +28,12 @@ Ctrl-C, SIGTERM), the ``finally`` sends the safe-state NMT, records why, lets
 the parallel model finish the trial's last seconds, flushes the log and hands
 the result to ``on_end``.
 
+Steering (``config.steering``): each fresh motion-capture frame's tracked
+point (the mean of the links where the source reports three or more, else
+the tracked link) goes to a :class:`~aiko.control.steering.SteeringLoop`; the
+streamer asks it for the offset at each gait period's send time; every
+period's record goes to /steering and each change of mode to /events.
+
 Start alignment: the parallel model starts at the gait's first period's send
 time (the ramp's seconds are not the model's), from the joint angles of that
 period's STATE replies (every node's, or the
@@ -173,9 +179,9 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
     (:class:`aiko.experiments.processes.Child`) whose exit stops the trial;
     ``on_end(result)`` runs at the end however the trial ended (also when it
     was interrupted, before the cancellation goes on); ``viewers``: live
-    views (``publish(topic, payload)`` that never blocks nor raises, and
-    ``async run()``), fed what the telemetry gets plus the model's links and
-    the steering."""
+    views, each a ``publish(topic, payload)`` that never blocks nor raises
+    (their owner serves them, before and after the trial), fed what the
+    telemetry gets plus the model's links, the steering and the trial's end."""
     nodes = list(range(1, config.nodes + 1))
     sinks = [v for v in (telemetry, *viewers) if v is not None]
 
@@ -220,6 +226,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
             "offset": rec.offset})
 
     steer_loop = None if config.steering is None else steering_loop(config.steering, gait)
+    steer_loop_mode: list[str | None] = [None]
     tracked: list[str | None] = [None]
 
     def steer(t: float, t_gait: float) -> float:
@@ -240,7 +247,6 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         publish("steering", data)
         return rec.offset
 
-    steer_loop_mode: list[str | None] = [None]
     streamer = ReferenceStreamer(can_io, gait, nodes, clock, config.period, on_period=on_period,
                                  steer=None if steer_loop is None else steer)
     last_link6: list[tuple | None] = [None]

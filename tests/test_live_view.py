@@ -266,3 +266,67 @@ def test_the_live_page_in_a_browser_during_a_trial_on_the_simulated_rig(tmp_path
         out, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
     assert "steering (heading hold)" in out
+
+
+class ServedInThread:
+    """A LiveView served from its own event loop in a thread, for a browser."""
+
+    def __init__(self):
+        import threading
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.live = LiveView(port=0, linger=0.5)
+        self.call(self.live.__aenter__())
+
+    def call(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
+    def publish(self, topic, payload):
+        self.loop.call_soon_threadsafe(self.live.publish, topic, payload)
+
+    def close(self):
+        self.call(self.live.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+def wait_for_state(driver, states, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = driver.execute_script("return document.body.dataset.state")
+        if state in states:
+            return state
+        time.sleep(0.1)
+    return state
+
+
+def test_the_page_tells_a_failed_trial_and_a_lost_connection_apart(tmp_path):
+    driver = browser(tempfile.mkdtemp(dir=tmp_path))
+    try:
+        for ending in ("fault", "lost"):
+            served = ServedInThread()
+            served.publish("event", {"t": 0.0, "kind": "trial_start", "gait": "sidewinding",
+                                     "steering": None, "heading_target": None,
+                                     "waypoints": None})
+            for k in range(40):
+                served.publish("link6", {"t": k / 20, "frame": k, "x": 0.01 * k, "y": 0.0,
+                                         "z": 0.05})
+            driver.get(served.live.url)
+            assert wait_for_state(driver, ("running",)) == "running"
+            if ending == "fault":
+                served.publish("event", {"t": 2.0, "kind": "trial_end", "reason": "fault",
+                                         "fault": "joint node 4 lost: no heartbeat"})
+                assert wait_for_state(driver, ("fault",)) == "fault"
+                banner = driver.find_element("id", "banner").text
+                assert "fault" in banner and "joint node 4 lost" in banner
+            served.close()
+            if ending == "lost":   # the server went away without an end
+                assert wait_for_state(driver, ("disconnected",)) == "disconnected"
+                assert "lost" in driver.find_element("id", "banner").text
+            else:                  # the end was received: closing does not change it
+                time.sleep(0.5)
+                assert driver.execute_script("return document.body.dataset.state") == "fault"
+            assert driver.execute_script("return aikoLive.exp.length") == 40
+    finally:
+        driver.quit()

@@ -117,7 +117,8 @@ def feed(loop, t0, t1, heading_deg, speed=0.05, rate=20.0, start=(0.0, 0.0)):
 
 
 def test_the_loop_waits_for_a_window_then_steers_toward_the_target_with_its_sign():
-    loop = SteeringLoop(SteeringConfig(heading=0.0, k_p=0.25), window=2.0, phi_max=1.0)
+    loop = SteeringLoop(SteeringConfig(heading=0.0, k_p=0.25, k_i=0.0), window=2.0,
+                        phi_max=1.0)
     assert loop.command(0.0).mode == "wait"                    # nothing seen yet
     feed(loop, 0.0, 0.5, 40.0)
     rec = loop.command(0.5)
@@ -152,7 +153,7 @@ def test_the_offset_saturates_at_the_room_the_gait_leaves():
 
 
 def test_stale_motion_capture_holds_then_falls_back_to_open_loop_then_resumes():
-    cfg = SteeringConfig(heading=0.0, k_p=0.25, hold=1.0, stale_after=0.25,
+    cfg = SteeringConfig(heading=0.0, k_p=0.25, k_i=0.0, hold=1.0, stale_after=0.25,
                          rate_max=math.radians(20))
     loop = SteeringLoop(cfg, window=1.0, phi_max=1.0)
     feed(loop, 0.0, 3.0, 30.0)
@@ -225,3 +226,33 @@ def test_path_files(tmp_path, text, message):
     assert message in str(exc.value) and "\n" not in str(exc.value)
     with pytest.raises(PathFileError, match="no such file"):
         load_path_toml(tmp_path / "missing.toml")
+
+
+def test_the_integral_takes_out_a_steady_turn_without_winding_up():
+    law = HeadingHold(k_p=0.25, phi_max=math.radians(15), sign=-1.0, k_i=0.015)
+    # a toy snake that turns at 1 rad/s per rad of offset plus a bias of -2 deg
+    # of offset (joints whose zero is off), heading measured without delay
+    def settle(law, t_end=120.0, dt=0.1):
+        theta, integral = 0.0, 0.0
+        for _ in range(int(t_end / dt)):
+            phi = law.offset(theta, 0.0, integral)
+            integral = law.integrate(theta, 0.0, integral, dt)
+            theta += -(phi + math.radians(2.0)) * dt    # sign: +offset turns clockwise
+        return theta
+    p_only = HeadingHold(k_p=0.25, phi_max=math.radians(15), sign=-1.0)
+    # proportional alone leaves bias / k_p = 8 deg; the integral removes it
+    assert math.degrees(settle(p_only)) == pytest.approx(-8.0, abs=0.05)
+    assert abs(math.degrees(settle(law))) < 0.05
+    # saturated in the error's direction, or far from the target: it does not grow
+    sat = HeadingHold(k_p=0.25, phi_max=math.radians(1), sign=-1.0, k_i=0.015)
+    assert sat.integrate(-math.radians(8), 0.0, 1.0, 0.1) == 1.0
+    assert law.integrate(-math.radians(30), 0.0, 1.0, 0.1) == 1.0
+    assert law.integrate(-math.radians(8), 0.0, 1.0, 0.1) == pytest.approx(
+        1.0 + math.radians(8) * 0.1)
+    # and it is bounded so its part alone stays within phi_max
+    i = 0.0
+    for _ in range(10000):
+        i = HeadingHold(k_p=1e-6, phi_max=0.1, k_i=1.0).integrate(-0.05, 0.0, i, 0.1)
+        assert i <= 0.1 + 1e-12
+    assert i == pytest.approx(0.1)
+    assert HeadingHold(k_i=0.0).integrate(0.5, 0.0, 3.0, 0.1) == 0.0

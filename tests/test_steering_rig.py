@@ -42,6 +42,18 @@ def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
     # what the CLI reports is in the log too
     (_, rep), = data.events("steering_report")
     assert rep["data"]["kind"] == "heading" and rep["data"]["periods"] == 101
+    # and in the CSV export and `aiko info`
+    import csv
+
+    from aiko.experiments.export import export_csv
+    files = {p.name: p for p in export_csv(data, tmp_path, "s")}
+    rows = list(csv.DictReader(open(files["s-steering.csv"])))
+    assert len(rows) == 101 and {r["mode"] for r in rows} >= {"wait", "closed"}
+    refs = [r for r in csv.DictReader(open(files["s-references.csv"])) if r["phase"] == "gait"]
+    assert [float(r["offset"]) for r in refs] == [float(r["offset"]) for r in rows]
+    info = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "info", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert "steering (heading):" in info.stdout and "of 101 periods" in info.stdout
 
 
 def aiko(*args, cwd):
