@@ -1,7 +1,7 @@
 """The `aiko` command line. The only place that prints.
 
 One module per subcommand (``cli_simulate``, ``cli_emulate``, ``cli_run``,
-``cli_replay``, ``cli_fit``, ``cli_sweep``, ``cli_optimize``, ``cli_export``,
+``cli_replay``, ``cli_fit``, ``cli_sweep``, ``cli_optimize``, ``cli_preview``, ``cli_export``,
 ``cli_info``, ``cli_dbc``): each adds its parser and turns its arguments into a call of a
 library function that the tests call too.
 """
@@ -13,8 +13,8 @@ import sys
 
 from aiko.model.errors import AikoError
 
-from . import (cli_dbc, cli_emulate, cli_export, cli_fit, cli_info, cli_optimize, cli_replay,
-               cli_run, cli_simulate, cli_sweep)
+from . import (cli_dbc, cli_emulate, cli_export, cli_fit, cli_info, cli_optimize, cli_preview,
+               cli_replay, cli_run, cli_simulate, cli_sweep)
 from .cli_args import ArgError, Parser
 
 __all__ = ["main", "build_parser"]
@@ -24,7 +24,7 @@ def build_parser() -> Parser:
     p = Parser(prog="aiko", description="Aiko snake robot: model, rig and trials.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for mod in (cli_simulate, cli_emulate, cli_run, cli_replay, cli_fit, cli_sweep, cli_optimize,
-                cli_export, cli_info, cli_dbc):
+                cli_preview, cli_export, cli_info, cli_dbc):
         mod.add_parser(sub)
     return p
 

@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
                    help="contact solver (default sor)")
     s.add_argument("--rate", type=positive("rate"), default=20.0, metavar="HZ",
                    help="output sample rate, Hz (default 20)")
+    s.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
+                   help="start at rest laid along a curve: [curve] polyline = [[x, y], ...], "
+                        "arc = {center, radius, start_deg, direction} or gait = true "
+                        "(every joint on the curve, the head at its start)")
     s.add_argument("--out", type=Path, metavar="FILE.csv", help="write samples as CSV")
     s.add_argument("--figure", type=Path, metavar="FILE.png",
                    help="draw link 6's x(t), y(t) and path (the figure of trials and replays)")
@@ -64,13 +68,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     mu_y = args.mu_y if args.mu_y is not None else mu_y
     params = SnakeParams(n=args.links, mu_x=mu_x, mu_y=mu_y, slope_deg=args.slope)
     model = SnakeModel(params, SolverParams(dt=args.dt, solver=args.solver))
+    state = None
+    if args.start_curve is not None:
+        from .start_curve import load_start_curve, start_q
+        if args.height:
+            raise ArgError("aiko simulate: --start-curve lays the snake on the ground; "
+                           "--height does not apply")
+        state = model.state_from_q(start_q(load_start_curve(args.start_curve), params, gait,
+                                           str(args.start_curve)))
     compile_note = _load_kernels()
     progress = Progress(args.duration, sys.stderr.isatty())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # counted in the summary
         try:
             res = simulate_gait(model, gait, args.duration, rate=args.rate, height=args.height,
-                                progress=progress)
+                                state=state, progress=progress)
         finally:
             progress.close()
     if args.out is not None:

@@ -8,7 +8,7 @@
   order) through python-can's own log writers, Vector ASC or BLF, so CAN tools
   open them; time stamps are the wall clock of the trial's start plus the
   trial clock;
-* :func:`trial_info`: gait, rig, duration, counts per channel, faults, phases
+* :func:`trial_info`: gait, rig, duration, counts per channel, faults, phases,
   the stored comparison and, for a steered trial, its steering metrics, as a dict.
 
 Reading never executes anything from the file (:func:`read_trial`).
