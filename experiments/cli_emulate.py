@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .cli_args import ArgError, node_count, nonneg, number, port, positive
 from .plant import PlantParams
@@ -69,6 +70,9 @@ def add_parser(sub) -> None:
     g.add_argument("--mocap-latency-ms", type=nonneg("mocap latency"), default=0.0,
                    metavar="MS", help="age of the positions in each datagram (default 0)")
     g.add_argument("--seed", type=int, default=0, help="seed of the mocap noise")
+    g.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
+                   help="the robot starts at rest laid along this curve ([curve] polyline or "
+                        "arc; see aiko simulate --start-curve), its joints at those angles")
     g.add_argument("--u-tol", type=positive("u-tol"), default=PlantParams.u_tol, metavar="M_S",
                    help="the physics' contact-solver velocity tolerance (default 1e-7)")
     g.add_argument("--max-iter", type=number("max-iter", int, lambda v: v >= 1, "be >= 1"),
@@ -100,7 +104,9 @@ def cmd_emulate(args: argparse.Namespace) -> int:
                             mocap_noise_mm=args.mocap_noise_mm,
                             mocap_latency_ms=args.mocap_latency_ms, mocap_rate=args.mocap_rate,
                             mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed,
-                            u_tol=args.u_tol, max_iter=args.max_iter)
+                            u_tol=args.u_tol, max_iter=args.max_iter,
+                            start_curve=None if args.start_curve is None
+                            else str(args.start_curve))
         from aiko.model import kernels_cached, warm_up
         if not kernels_cached() and not args.json_lines:
             print("compiling the model (first run only) ...", flush=True)

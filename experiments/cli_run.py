@@ -127,6 +127,10 @@ def add_parser(sub) -> None:
                    help="motion-capture noise (standard deviation per coordinate)")
     g.add_argument("--mocap-latency-ms", type=nonneg("mocap latency"), default=None,
                    metavar="MS", help="motion-capture latency")
+    g.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
+                   help="the simulated Aiko starts at rest laid along this curve ([curve] "
+                        "polyline or arc; see aiko simulate --start-curve); the trial's ramp "
+                        "then takes its joints to the gait's start posture")
     g.add_argument("--plant-mu", type=nonneg("plant mu"), default=None, metavar="MU",
                    help="the simulated floor's friction, if it differs from the gait's")
     g.add_argument("--plant-mu-x", type=nonneg("plant mu-x"), default=None, metavar="MU",
@@ -165,6 +169,11 @@ def plant_from_args(args: argparse.Namespace):
     for flag in ("backlash_deg", "servo", "mocap_noise_mm", "mocap_latency_ms"):
         if getattr(args, flag) is not None:
             changes[flag] = getattr(args, flag)
+    if args.start_curve is not None:
+        if args.rig != "simulated":
+            raise ArgError("aiko run: --start-curve places the simulated Aiko; the robot "
+                           "starts where it lies")
+        changes["start_curve"] = str(args.start_curve)
     if args.plant_mu is not None and (args.plant_mu_x is not None or args.plant_mu_y is not None):
         raise ArgError("aiko run: give either --plant-mu or --plant-mu-x/--plant-mu-y, not both")
     if args.plant_mu is not None:

@@ -70,6 +70,7 @@ class PlantParams:
     seed: int = 0
     u_tol: float = 1e-7
     max_iter: int = 100
+    start_curve: str | None = None   # a curve file: the robot starts at rest along it
 
     def __post_init__(self) -> None:
         if self.servo not in ("module", "ideal"):

@@ -109,6 +109,8 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
             "--mocap-rate", repr(plant.mocap_rate), "--seed", str(plant.seed),
             "--u-tol", repr(plant.u_tol), "--max-iter", str(plant.max_iter),
             "--json-lines", "--parent-lifeline"]
+    if plant.start_curve is not None:
+        argv += ["--start-curve", plant.start_curve]
     if plant.mu_x is not None:
         argv += ["--plant-mu-x", repr(plant.mu_x)]
     if plant.mu_y is not None:
@@ -142,6 +144,10 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         if tc.mocap == "none":
             raise SteeringError("steering needs motion capture (--mocap)")
         steering_loop(tc.steering, gait)  # the gait leaves room to steer
+    if simulated and config.plant.start_curve is not None:   # a bad curve fails here
+        from .start_curve import load_start_curve, start_q
+        start_q(load_start_curve(config.plant.start_curve), params,
+                source=config.plant.start_curve)
     if not simulated:
         check_interface(tc.can_interface, tc.can_channel)
     check_log_path(config.out)

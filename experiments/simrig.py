@@ -94,7 +94,12 @@ class SimulatedRig:
             mu_y = plant.mu_y if plant.mu_y is not None else config.mu_y
             model = SnakeModel(SnakeParams(n=config.nodes + 1, mu_x=mu_x, mu_y=mu_y),
                                plant.solver_params())
-            self.aiko = SimulatedAiko(model, self.modules)
+            state = None
+            if plant.start_curve is not None:
+                from .start_curve import load_start_curve, start_q
+                state = model.state_from_q(start_q(load_start_curve(plant.start_curve),
+                                                   model.params, source=plant.start_curve))
+            self.aiko = SimulatedAiko(model, self.modules, state=state)
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
                                   seed=plant.seed)
             self.view.record(0.0, self.aiko.positions(), self.aiko.rotations())

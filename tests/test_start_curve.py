@@ -119,3 +119,35 @@ def test_aiko_simulate_starts_from_the_curve(tmp_path):
                         "--start-curve", str(tmp_path / "none.toml")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "none.toml: no such file" in r.stderr
+
+
+def test_the_simulated_aiko_starts_along_the_curve(tmp_path):
+    from aiko.experiments.triallog import read_trial
+
+    f = tmp_path / "arc.toml"
+    f.write_text("[curve]\narc = { center = [0.0, 0.6], radius = 0.6 }\n")
+    out = tmp_path / "t.mcap"
+    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
+                        "--duration", "1", "--plant", "ideal", "--no-model", "--start-curve",
+                        str(f), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    data = read_trial(out)
+    chord = 2 * math.asin(0.061 / 0.6)
+    first = {}
+    for _, s in data.records["/joint_state"]:
+        first.setdefault(s["node"], s)
+    assert sorted(first) == list(range(1, 11))
+    for s in first.values():           # every joint bent by the arc's chord angle
+        assert s["alpha_h"] == pytest.approx(chord, abs=math.radians(0.01))
+        assert abs(s["alpha_v"]) < math.radians(0.01)
+    _, p = data.mocap()
+    assert math.hypot(p[0, 0], p[0, 1] - 0.6) == pytest.approx(0.6 * math.cos(chord / 2),
+                                                                abs=1e-3)
+    # the ramp then straightened it for the still gait
+    ramp = [e["data"] for _, e in data.events("ramp_done")][0]
+    assert ramp["start_deg"][0][0] == pytest.approx(math.degrees(chord), abs=0.01)
+    bad = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
+                          "--start-curve", str(tmp_path / "missing.toml")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert bad.returncode == 2 and "missing.toml: no such file" in bad.stderr
+    assert not list(tmp_path.glob("trial-*"))
