@@ -28,13 +28,14 @@ A gait file (every key of (70)-(71) is required, the rest optional)::
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from aiko.model.errors import AikoError
+
+from .toml_file import read_toml
 
 __all__ = ["Gait", "GaitError", "PRESETS", "JOINT_LIMIT", "SOFT_START_THRESHOLD",
            "get_gait", "load_gait_toml", "references", "soft_start_times"]
@@ -146,15 +147,7 @@ def load_gait_toml(path: str | Path) -> Gait:
     """Read a gait file (see the module docstring); errors name the key."""
     path = Path(path)
     src = str(path)
-    try:
-        with path.open("rb") as f:
-            doc = tomllib.load(f)
-    except FileNotFoundError as exc:
-        raise GaitError(src, "no such file") from exc
-    except OSError as exc:
-        raise GaitError(src, f"cannot read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise GaitError(src, f"not valid TOML ({exc})") from exc
+    doc = read_toml(path, GaitError)
     for table in doc:
         if table not in ("gait", "friction"):
             raise GaitError(src, "unknown table", table)

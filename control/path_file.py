@@ -12,11 +12,12 @@ At least two waypoints, consecutive ones distinct; errors name the key.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiko.model.errors import AikoError
+
+from .toml_file import read_toml
 
 __all__ = ["PathSpec", "PathFileError", "load_path_toml"]
 
@@ -46,15 +47,7 @@ def _number(src: str, key: str, v) -> float:
 def load_path_toml(path: str | Path) -> PathSpec:
     """Read a path file (module docstring)."""
     src = str(path)
-    try:
-        with Path(path).open("rb") as f:
-            doc = tomllib.load(f)
-    except FileNotFoundError as exc:
-        raise PathFileError(src, "no such file") from exc
-    except OSError as exc:
-        raise PathFileError(src, f"cannot read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise PathFileError(src, f"not valid TOML ({exc})") from exc
+    doc = read_toml(path, PathFileError)
     for table in doc:
         if table != "path":
             raise PathFileError(src, "unknown table", table)

@@ -22,12 +22,12 @@ the key.
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 
 import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT, Gait, references
+from aiko.control.toml_file import read_toml
 from aiko.model import SnakeParams
 from aiko.model.errors import AikoError, StateError
 from aiko.model.posture import (joint_points_on_arc, joint_points_on_polyline,
@@ -54,15 +54,7 @@ def load_start_curve(path: str | Path) -> dict:
     """The curve of a file (module docstring) as a dict: ``{"polyline": (k, 2)}``,
     ``{"arc": {...}}`` or ``{"gait": True}``."""
     src = str(path)
-    try:
-        with Path(path).open("rb") as f:
-            doc = tomllib.load(f)
-    except FileNotFoundError as exc:
-        raise CurveError(src, "no such file") from exc
-    except OSError as exc:
-        raise CurveError(src, f"cannot read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise CurveError(src, f"not valid TOML ({exc})") from exc
+    doc = read_toml(path, CurveError)
     for table in doc:
         if table != "curve":
             raise CurveError(src, "unknown table", table)
