@@ -41,6 +41,9 @@ def add_parser(sub) -> None:
                    help="contact solver (default sor)")
     s.add_argument("--rate", type=positive("rate"), default=20.0, metavar="HZ",
                    help="output sample rate, Hz (default 20)")
+    s.add_argument("--contact", choices=("hard", "compliant"), default="hard",
+                   help="contact law: the paper's hard (set-valued) contact (default), or "
+                        "the compliant desired-acceleration law of Rengifo et al.")
     s.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
                    help="start at rest laid along a curve: [curve] polyline = [[x, y], ...], "
                         "arc = {center, radius, start_deg, direction} or gait = true "
@@ -66,7 +69,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         mu_x = mu_y = args.mu
     mu_x = args.mu_x if args.mu_x is not None else mu_x
     mu_y = args.mu_y if args.mu_y is not None else mu_y
-    params = SnakeParams(n=args.links, mu_x=mu_x, mu_y=mu_y, slope_deg=args.slope)
+    params = SnakeParams(n=args.links, mu_x=mu_x, mu_y=mu_y, slope_deg=args.slope,
+                         contact=args.contact)
     model = SnakeModel(params, SolverParams(dt=args.dt, solver=args.solver))
     state = None
     if args.start_curve is not None:

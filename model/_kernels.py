@@ -31,13 +31,14 @@ from .prox import _prox_disc, _prox_ellipse
 
 PAR_FIELDS = (
     "L", "L_SC", "L_GS", "m", "Theta1", "Theta3", "g_x", "g_y", "g_z",
-    "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V", "e_N",
+    "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V", "e_N", "contact", "k_pc", "k_vc",
 )
 SOL_FIELDS = (
     "dt", "solver", "alpha", "r_N", "r_T", "r_V", "eps", "T_rel", "T_abs",
     "u_tol", "max_iter", "active_tol", "projection", "warm_start", "link_passes",
 )
 SOLVER_CODES = {"newton": 0, "jor": 1, "sor": 2}
+CONTACT_CODES = {"hard": 0, "compliant": 1}
 PROJECTION_CODES = {"link1": 0, "com": 1}
 
 _TINY = 1e-300
@@ -774,6 +775,148 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
     return res, imp_ok, math.sqrt(d_n) + math.sqrt(d_t) + math.sqrt(d_v)
 
 
+
+@njit(cache=True, error_model="numpy")
+def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, ufree, Wc, jwork):
+    """The compliant contact law (:data:`aiko.model.params.CONTACT_LAWS`,
+    seeds/001 (17)-(20)) at velocity level. The spheres at or below the ground
+    at the midpoint qM are the contacts; their impulses x = P[c, :3] (normal,
+    friction in Pi (27)) make the joint-constrained velocity after the step
+    W^T u_E = v + dt a_d, a_d = -k_pc [0, 0, g_N] - k_vc [v_T, min(0, v_N)]
+    (17) at the contact point's velocity v of the step's start, as far as
+    P_N >= 0 (19) and the friction ellipse (58) (for (20)) allow: (18) with
+    G = W^T A W (A the joints' constrained inverse mass; one O(n) joint solve
+    per column) solved by projected Gauss-Seidel over the contacts, normal then
+    friction, r = 1 / G_ll, warm-started from the last step, until no impulse
+    changes the velocity by more than u_tol or every impulse changes by at most
+    |P| T_rel + T_abs (or max_iter sweeps). Where the
+    friction saturates this is what (18)-(20) solved once and clipped cannot
+    give: the impulses that slide with the largest friction the cone allows.
+    Adds M^-1 W P to ufree (the joints are solved afterwards); writes P
+    (rolling columns 0) and active. Returns (sweeps, converged)."""
+    n = qM.shape[0]
+    dt = sol[0]
+    u_tol = sol[9]
+    max_iter = int(sol[10])
+    warm = sol[13] > 0.5
+    L_SC = par[1]
+    L_GS = par[2]
+    mu_x = par[13]
+    mu_y = par[14]
+    k_p = par[18]
+    k_v = par[19]
+    idx = np.empty(2 * n, dtype=np.int64)
+    gap = np.empty(2 * n)
+    m = 0
+    for c in range(2 * n):
+        i = c % n
+        side = 1.0 if c < n else -1.0
+        g = qM[i, 2] + side * L_GS * Rs[i, 2, 2] - L_SC
+        if g <= 0.0:
+            active[c] = True
+            contact_jacobian(Rs[i], side, L_SC, L_GS, Wc[c])
+            idx[m] = c
+            gap[m] = g
+            m += 1
+        else:
+            active[c] = False
+    x = np.zeros(3 * m)
+    for k in range(m):
+        for j in range(3):
+            x[3 * k + j] = P[idx[k], j] if warm else 0.0
+    for c in range(2 * n):
+        for j in range(5):
+            P[c, j] = 0.0
+    if m == 0:
+        return 0, True
+    nv = 6 * n
+    # A M ufree: the velocity without contact impulses, joints solved
+    v0 = ufree.copy()
+    constrain_velocity(WJ, Ld, Ls, minv, v0, jwork)
+    # columns of A W, one joint solve each
+    AW = np.zeros((nv, 3 * m))
+    col = np.zeros(nv)
+    for a in range(3 * m):
+        c = idx[a // 3]
+        i = c % n
+        for k in range(nv):
+            col[k] = 0.0
+        for k in range(6):
+            col[6 * i + k] = minv[i, k] * Wc[c, k, a % 3]
+        constrain_velocity(WJ, Ld, Ls, minv, col, jwork)
+        for k in range(nv):
+            AW[k, a] = col[k]
+    G = np.empty((3 * m, 3 * m))
+    b = np.empty(3 * m)
+    for a in range(3 * m):
+        c = idx[a // 3]
+        i = c % n
+        ja = a % 3
+        for bb in range(3 * m):
+            s = 0.0
+            for k in range(6):
+                s += Wc[c, k, ja] * AW[6 * i + k, bb]
+            G[a, bb] = s
+        now = 0.0
+        free = 0.0
+        for k in range(6):
+            now += Wc[c, k, ja] * u[i, k]
+            free += Wc[c, k, ja] * v0[6 * i + k]
+        if ja == 0:
+            acc = -k_p * gap[a // 3] - k_v * min(0.0, now)
+        else:
+            acc = -k_v * now
+        b[a] = now + dt * acc - free
+    T_rel = sol[7]
+    T_abs = sol[8]
+    it = 0
+    converged = False
+    while it < max_iter and not converged:
+        it += 1
+        res = 0.0
+        imp_ok = True
+        for k in range(m):
+            a = 3 * k
+            rN = 1.0 / G[a, a]
+            y = 0.0
+            for bb in range(3 * m):
+                y += G[a, bb] * x[bb]
+            new = x[a] - rN * (y - b[a])
+            if new < 0.0:
+                new = 0.0
+            d = abs(new - x[a]) / rN
+            if d > res:
+                res = d
+            imp_ok = imp_ok and abs(new - x[a]) <= abs(x[a]) * T_rel + T_abs
+            x[a] = new
+            rT = 1.0 / max(G[a + 1, a + 1], G[a + 2, a + 2])
+            y1 = 0.0
+            y2 = 0.0
+            for bb in range(3 * m):
+                y1 += G[a + 1, bb] * x[bb]
+                y2 += G[a + 2, bb] * x[bb]
+            pt = _prox_ellipse(x[a + 1] - rT * (y1 - b[a + 1]), x[a + 2] - rT * (y2 - b[a + 2]),
+                               mu_x * x[a], mu_y * x[a])
+            d = max(abs(pt[0] - x[a + 1]), abs(pt[1] - x[a + 2])) / rT
+            if d > res:
+                res = d
+            imp_ok = (imp_ok and abs(pt[0] - x[a + 1]) <= abs(x[a + 1]) * T_rel + T_abs
+                      and abs(pt[1] - x[a + 2]) <= abs(x[a + 2]) * T_rel + T_abs)
+            x[a + 1] = pt[0]
+            x[a + 2] = pt[1]
+        converged = imp_ok or res <= u_tol
+    for k in range(m):
+        c = idx[k]
+        i = c % n
+        P[c, 0] = x[3 * k]
+        P[c, 1] = x[3 * k + 1]
+        P[c, 2] = x[3 * k + 2]
+        for r in range(6):
+            ufree[6 * i + r] += minv[i, r] * (Wc[c, r, 0] * x[3 * k] + Wc[c, r, 1] * x[3 * k + 1]
+                                              + Wc[c, r, 2] * x[3 * k + 2])
+    return it, converged
+
+
 @njit(cache=True, error_model="numpy")
 def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwork, ws):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
@@ -820,6 +963,11 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     minv = ws[23]
     _inverse_mass(par, minv)
     joint_system(Rs, par, minv, WJ, ws[0], ws[1], Ld, Ls)
+    if par[17] > 0.5:  # the compliant law
+        iters, converged = _compliant_impulses(tmp_q, u, P, active, par, sol, Rs, WJ, Ld, Ls,
+                                               minv, ufree, Wc, jwork)
+        return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, jwork, iters,
+                            converged, work)
     # active set (49) at the midpoint, with a round-off tolerance
     nact = 0
     for c in range(2 * n):
@@ -857,13 +1005,21 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
             if imp_ok or res <= sol[9]:
                 converged = True
                 break
-    # u_E: the joints' impulses solved directly for the final contact impulses
+    return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, jwork, iters,
+                        converged, work)
+
+
+@njit(cache=True, error_model="numpy")
+def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, jwork, iters, converged,
+                 work):
+    """The end of a step: u_E with the joints' impulses solved directly for the
+    final contact impulses, then (83), the second half step, and VII-C."""
+    n = q.shape[0]
     constrain_velocity(WJ, Ld, Ls, minv, ufree, jwork)
-    # (83): second half step with u_E, then VII-C
     for i in range(n):
         for k in range(6):
             u[i, k] = ufree[6 * i + k]
-    _kinematic_update(tmp_q, u, 0.5 * dt, q)
+    _kinematic_update(tmp_q, u, 0.5 * sol[0], q)
     _normalise_quaternions(q)
     project_joints(q, par[0], int(sol[12]) == 1)
     return iters, converged, work

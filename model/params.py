@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from .errors import ParameterError
 
-__all__ = ["SnakeParams", "SolverParams", "SOLVERS"]
+__all__ = ["SnakeParams", "SolverParams", "SOLVERS", "CONTACT_LAWS"]
 
 SOLVERS = ("newton", "jor", "sor")
 
@@ -42,6 +42,10 @@ class SnakeParams:
     ``e_N`` is a Newton restitution coefficient on the normal contact velocity
     (Gehring et al. eq. 5); 0 is the paper's completely inelastic impact.
 
+    ``contact`` chooses the contact law (:data:`CONTACT_LAWS`): the paper's hard
+    contact, or the compliant law with its gains ``k_pc`` (1/s^2) and ``k_vc``
+    (1/s), Rengifo et al.'s 500 and 250 by default.
+
     ``slope_deg`` inclines the ground about the y axis, rising toward +x. The
     coordinates stay ground-fixed, so gravity gains ``-g sin(slope)`` along x.
     """
@@ -63,8 +67,18 @@ class SnakeParams:
     mu_V: float = 0.001
     e_N: float = 0.0
     slope_deg: float = 0.0
+    contact: str = "hard"
+    k_pc: float = 500.0
+    k_vc: float = 250.0
 
     def __post_init__(self) -> None:
+        if self.contact not in CONTACT_LAWS:
+            raise ParameterError("contact", self.contact,
+                                 f"must be one of {', '.join(CONTACT_LAWS)}")
+        for name in ("k_pc", "k_vc"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ParameterError(name, value, "must be a positive finite number")
         if not isinstance(self.n, int) or self.n < 1:
             raise ParameterError("n", self.n, "the number of links must be an integer >= 1")
         for name in ("L", "L_SC", "m", "Theta1", "Theta3"):
@@ -94,6 +108,18 @@ class SnakeParams:
     def with_(self, **changes) -> "SnakeParams":
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+
+CONTACT_LAWS = ("hard", "compliant")
+"""``hard``: the paper's set-valued laws (47)-(48), (52)-(60), solved by prox
+iterations. ``compliant``: Rengifo et al.'s desired-acceleration law (seeds/001,
+(17)-(20)): every sphere at or below the ground gets the contact impulse that
+would give its contact point the acceleration
+-k_pc [0, 0, g_N] - k_vc [v_x, v_y, min(0, v_z)] (the constrained Delassus
+system solved in the least-squares, least-norm sense, (18)), then saturated:
+P_N >= 0 (19) and the friction impulse projected onto the anisotropic
+friction ellipse (our (58), where (20) splits a circle by angle). k_pc (1/s^2)
+and k_vc (1/s) do not depend on masses or inertias; no rolling resistance."""
 
 
 @dataclass(frozen=True)

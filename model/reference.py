@@ -28,7 +28,8 @@ E = np.eye(3)
 
 def _pars(par):
     keys = ("L", "L_SC", "L_GS", "m", "Theta1", "Theta3", "g_x", "g_y", "g_z",
-            "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V", "e_N")
+            "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V", "e_N", "contact", "k_pc",
+            "k_vc")
     return dict(zip(keys, (float(v) for v in par), strict=True))
 
 
@@ -211,7 +212,9 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
         A = Minv - Minv @ W_J @ np.linalg.solve(G_J, W_J.T @ Minv)
     else:
         A = Minv.copy()
-    closed = mats["g_N"] <= active_tol  # (49)
+    compliant = p["contact"] > 0.5
+    # (49); the compliant law: the spheres at or below the ground
+    closed = mats["g_N"] <= (0.0 if compliant else active_tol)
     idx = np.flatnonzero(closed)
     if not warm:
         P[idx] = 0.0
@@ -231,6 +234,48 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
             return rhs + Minv @ W_J @ P_J
         return rhs
 
+    if compliant:  # seeds/001 (17)-(20), see CONTACT_LAWS and _compliant_impulses
+        keep = P.copy()
+        P[:] = 0.0
+        it = 0
+        converged = True
+        if idx.size:
+            W = np.column_stack([Wc[c][:, k] for c in idx for k in range(3)])
+            v0 = velocity(P)
+            now = W.T @ uA
+            acc = np.empty_like(now)
+            acc[0::3] = -p["k_pc"] * mats["g_N"][idx] - p["k_vc"] * np.minimum(0.0, now[0::3])
+            acc[1::3] = -p["k_vc"] * now[1::3]
+            acc[2::3] = -p["k_vc"] * now[2::3]
+            G = W.T @ A @ W
+            b = now + dt * acc - W.T @ v0
+            x = (keep[idx, :3] if warm else np.zeros((idx.size, 3))).reshape(-1)
+            converged = False
+            while it < max_iter and not converged:
+                it += 1
+                res = 0.0
+                imp_ok = True
+                for k in range(idx.size):
+                    a = 3 * k
+                    rN = 1.0 / G[a, a]
+                    new = max(0.0, x[a] - rN * (G[a] @ x - b[a]))
+                    res = max(res, abs(new - x[a]) / rN)
+                    imp_ok &= abs(new - x[a]) <= abs(x[a]) * T_rel + T_abs
+                    x[a] = new
+                    rT = 1.0 / max(G[a + 1, a + 1], G[a + 2, a + 2])
+                    z = x[a + 1:a + 3] - rT * (G[a + 1:a + 3] @ x - b[a + 1:a + 3])
+                    new = prox_ellipse(z, p["mu_x"] * x[a], p["mu_y"] * x[a])
+                    res = max(res, float(np.max(np.abs(new - x[a + 1:a + 3]))) / rT)
+                    imp_ok &= bool(np.all(np.abs(new - x[a + 1:a + 3])
+                                          <= np.abs(x[a + 1:a + 3]) * T_rel + T_abs))
+                    x[a + 1:a + 3] = new
+                converged = imp_ok or res <= u_tol
+            for k, c in enumerate(idx):
+                P[c, :3] = x[3 * k:3 * k + 3]
+        uE = velocity(P)
+        qE = (qM.reshape(-1) + 0.5 * dt * _F(qM) @ uE).reshape(n, 7)
+        qE[:, 3:] /= np.linalg.norm(qE[:, 3:], axis=1, keepdims=True)
+        return _project(qE, p["L"], keep_com), uE.reshape(n, 6), P, active, it, converged
     uE = velocity(P)
     it = 0
     converged = idx.size == 0
