@@ -3,7 +3,8 @@
 
 :class:`FoxgloveView` serves, on ``host:port``, the same messages as the live
 page: ``/aiko/links`` (a 3D scene: the model's links as spheres joined by a
-line, link 6 from motion capture as a sphere, and both link-6 trails),
+line, red; the links motion capture sees, blue, the same way where it carries
+several, link 6 larger; both link-6 trails),
 ``/aiko/link6`` and ``/aiko/model/link6`` (x, y, z m), ``/aiko/steering``,
 ``/aiko/status`` and ``/aiko/events`` (JSON). Timestamps are wall-clock
 nanoseconds (Foxglove's live panels expect them); the trial clock's t is in
@@ -58,6 +59,7 @@ class FoxgloveView:
         self._trail_model: list = []
         self._model_links = None
         self._exp = None
+        self._exp_links = None
         self._scene_sent = 0
 
     async def __aenter__(self) -> "FoxgloveView":
@@ -96,6 +98,9 @@ class FoxgloveView:
             self._model_links = payload["positions"]
             self._trail_model.append((payload["x"], payload["y"], payload["z"]))
             del self._trail_model[:-TRAIL]
+            self._scene_update(now)
+        elif topic == "mocap_links":
+            self._exp_links = [tuple(p) for p in payload["positions"]]
             self._scene_update(now)
         elif topic == "link6" and payload.get("x") is not None:
             self._exp = (payload["x"], payload["y"], payload["z"])
@@ -139,8 +144,10 @@ class FoxgloveView:
                 spheres=[sphere(p, red) for p in self._model_links],
                 lines=[strip(self._model_links, red, 3.0), strip(self._trail_model, red, 1.0)]))
         if self._exp is not None:
+            links = self._exp_links or []
             entities.append(SceneEntity(
                 timestamp=ts, frame_id="world", id="experiment",
-                spheres=[sphere(self._exp, blue, 0.08)],
-                lines=[strip(self._trail_exp, blue, 1.5)]))
+                spheres=[sphere(self._exp, blue, 0.08)] + [sphere(p, blue) for p in links],
+                lines=[strip(self._trail_exp, blue, 1.5)]
+                + ([strip(links, blue, 3.0)] if links else [])))
         self._scene.log(SceneUpdate(entities=entities), log_time=now)

@@ -343,6 +343,21 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         if not s.stale:
             publish("link6", {"t": t, "frame": s.frame, "x": x, "y": y, "z": z}
                     if s.position is not None else {"t": t, "frame": s.frame, "occluded": True})
+            if viewers:
+                links = mocap_links(s.frame)
+                if links:
+                    publish("mocap_links", {"t": t, "frame": s.frame, "positions": links},
+                            to_telemetry=False)
+
+    def mocap_links(frame: int) -> list | None:
+        """Every ``linkN`` object of the source's datagram of this frame, in
+        link order, where the source carries more than one."""
+        objs = getattr(mocap_source, "latest_objects", lambda: None)()
+        if objs is None or objs[1] != frame:
+            return None
+        links = sorted((int(name[4:]), p) for name, p in objs[2].items()
+                       if name.startswith("link") and name[4:].isdigit())
+        return [list(p) for _, p in links] if len(links) > 1 else None
 
     def tracked_point(s: MocapSample) -> tuple:
         """What the steering loop tracks: the mean of the links where motion

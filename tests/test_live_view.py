@@ -170,22 +170,36 @@ def test_foxglove_advertises_the_trial_and_sends_the_scene():
                     {"id": 7, "channelId": topics["/aiko/link6"]},
                     {"id": 8, "channelId": topics["/aiko/links"]}]}))
                 await asyncio.sleep(0.3)
-                fox.publish("link6", {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5, "z": 0.05})
-                fox.publish("model", {"t": 1.5, "x": 0.3, "y": -0.4, "z": 0.05, "lag": 0.0,
-                                      "positions": [[0.1 * i, 0.0, 0.05] for i in range(11)]})
-                fox.publish("model", {"t": 1.6})                   # malformed: dropped
+
+                async def scene_after(topic, payload):
+                    """Publish, then the next scene message (at most 10 a second)."""
+                    await asyncio.sleep(0.15)
+                    fox.publish(topic, payload)
+                    while True:
+                        m = await asyncio.wait_for(ws.recv(), 5)
+                        if isinstance(m, bytes) and m[0] == 1:
+                            sub = int.from_bytes(m[1:5], "little")
+                            got.setdefault(sub, []).append(m[13:])
+                            if sub == 8:
+                                return len(m) - 13
+
                 got = {}
-                while len(got) < 2:
-                    m = await asyncio.wait_for(ws.recv(), 5)
-                    if isinstance(m, bytes) and m[0] == 1:
-                        got[int.from_bytes(m[1:5], "little")] = m[13:]
-                assert json.loads(got[7]) == {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5,
-                                              "z": 0.05}
-                assert len(got[8]) > 11 * 20     # eleven spheres and their lines
+                s1 = await scene_after("link6", {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5,
+                                                 "z": 0.05})
+                s2 = await scene_after("mocap_links", {"t": 1.5, "frame": 3, "positions": [
+                    [0.1 * i, -0.5, 0.05] for i in range(11)]})
+                s3 = await scene_after("model", {
+                    "t": 1.5, "x": 0.3, "y": -0.4, "z": 0.05, "lag": 0.0,
+                    "positions": [[0.1 * i, 0.0, 0.05] for i in range(11)]})
+                fox.publish("model", {"t": 1.6})                   # malformed: dropped
+                assert json.loads(got[7][0]) == {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5,
+                                                 "z": 0.05}
+                # eleven spheres and a line more each time: the links seen, then the model's
+                assert s2 - s1 > 11 * 60 and s3 - s2 > 11 * 60, (s1, s2, s3)
         return fox
 
     fox = asyncio.run(main())
-    assert fox.published == 2 and fox.errors == 1
+    assert fox.published == 3 and fox.errors == 1
 
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
