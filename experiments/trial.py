@@ -332,6 +332,8 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         trial_log.write("/mocap", t, {"frame": s.frame, "x": x, "y": y, "z": z,
                                       "occluded": s.occluded, "stale": s.stale,
                                       "latency": s.latency, "t_receive": s.t_receive})
+        wanted = not s.stale and (steer_loop is not None or viewers)
+        links = link_objects(s.frame) if wanted else {}
         if s.position is not None:
             last_link6[0] = s.position
             if not s.stale and s.frame not in mocap_frames:
@@ -339,37 +341,31 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
                 mocap_t.append(s.t_receive)
                 mocap_p.append(s.position)
                 if steer_loop is not None:
-                    steer_loop.observe(s.t_receive, tracked_point(s))
+                    steer_loop.observe(s.t_receive, tracked_point(s, links))
         if not s.stale:
             publish("link6", {"t": t, "frame": s.frame, "x": x, "y": y, "z": z}
                     if s.position is not None else {"t": t, "frame": s.frame, "occluded": True})
-            if viewers:
-                links = mocap_links(s.frame)
-                if links:
-                    publish("mocap_links", {"t": t, "frame": s.frame, "positions": links},
-                            to_telemetry=False)
+            if viewers and len(links) > 1:
+                publish("mocap_links", {"t": t, "frame": s.frame,
+                                        "positions": [list(links[i]) for i in sorted(links)]},
+                        to_telemetry=False)
 
-    def mocap_links(frame: int) -> list | None:
-        """Every ``linkN`` object of the source's datagram of this frame, in
-        link order, where the source carries more than one."""
+    def link_objects(frame: int | None = None) -> dict[int, tuple]:
+        """{N: (x, y, z)} of the ``linkN`` objects in the source's newest
+        datagram (of this frame, if given); empty where it has none."""
         objs = getattr(mocap_source, "latest_objects", lambda: None)()
-        if objs is None or objs[1] != frame:
-            return None
-        links = sorted((int(name[4:]), p) for name, p in objs[2].items()
-                       if name.startswith("link") and name[4:].isdigit())
-        return [list(p) for _, p in links] if len(links) > 1 else None
+        if objs is None or (frame is not None and objs[1] != frame):
+            return {}
+        return {int(name[4:]): pos for name, pos in objs[2].items()
+                if name.startswith("link") and name[4:].isdigit()}
 
-    def tracked_point(s: MocapSample) -> tuple:
+    def tracked_point(s: MocapSample, links: dict[int, tuple]) -> tuple:
         """What the steering loop tracks: the mean of the links where motion
         capture carries at least three of them (their centre of mass), else
         the tracked link alone."""
-        objs = getattr(mocap_source, "latest_objects", lambda: None)()
-        if objs is not None and objs[1] == s.frame:
-            pts = [p for name, p in objs[2].items()
-                   if name.startswith("link") and name[4:].isdigit()]
-            if len(pts) >= 3:
-                tracked[0] = f"mean of {len(pts)} links"
-                return tuple(np.mean(np.asarray(pts), axis=0))
+        if len(links) >= 3:
+            tracked[0] = f"mean of {len(links)} links"
+            return tuple(np.mean(np.asarray(list(links.values())), axis=0))
         tracked[0] = config.mocap_subject
         return s.position
 
@@ -412,12 +408,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
         for node, st in first_states.items():
             if node <= n_joints:
                 ah[node - 1], av[node - 1] = st.alpha_h, st.alpha_v
-        markers = {}
-        objs = getattr(mocap_source, "latest_objects", lambda: None)()
-        if objs is not None:
-            for name, pos in objs[2].items():
-                if name.startswith("link") and name[4:].isdigit():
-                    markers[int(name[4:])] = pos
+        markers = link_objects()
         if not markers and last_link6[0] is not None:
             markers[link] = last_link6[0]
         q0 = start_posture(model_params, ah, av, markers)
