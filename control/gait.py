@@ -35,7 +35,7 @@ import numpy as np
 
 from aiko.model.errors import AikoError
 
-from .toml_file import read_toml
+from .toml_file import number, read_toml
 
 __all__ = ["Gait", "GaitError", "PRESETS", "JOINT_LIMIT", "SOFT_START_THRESHOLD",
            "get_gait", "load_gait_toml", "references", "soft_start_times"]
@@ -160,9 +160,7 @@ def load_gait_toml(path: str | Path) -> Gait:
     for key in _ANGLE_KEYS:
         if key not in gait:
             raise GaitError(src, "missing required key", f"gait.{key}")
-        v = gait[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise GaitError(src, f"must be a finite number, got {v!r}", f"gait.{key}")
+        number(gait[key], src, f"gait.{key}", GaitError)
     friction = doc.get("friction", {})
     if not isinstance(friction, dict):
         raise GaitError(src, "must be a table", "friction")
@@ -170,10 +168,7 @@ def load_gait_toml(path: str | Path) -> Gait:
         if key not in ("mu_x", "mu_y"):
             raise GaitError(src, "unknown key", f"friction.{key}")
     kw = {k: math.radians(float(gait[k])) for k in _ANGLE_KEYS}
-    off = gait.get("offset", 0.0)
-    if isinstance(off, bool) or not isinstance(off, (int, float)) or not math.isfinite(off):
-        raise GaitError(src, f"must be a finite number, got {off!r}", "gait.offset")
-    kw["offset"] = math.radians(float(off))
+    kw["offset"] = math.radians(number(gait.get("offset", 0.0), src, "gait.offset", GaitError))
     try:
         return Gait(**kw, soft_start=gait.get("soft_start", False),
                     start=gait.get("start", "straight"),

@@ -11,13 +11,12 @@ At least two waypoints, consecutive ones distinct; errors name the key.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiko.model.errors import AikoError
 
-from .toml_file import read_toml
+from .toml_file import number, pair, read_table
 
 __all__ = ["PathSpec", "PathFileError", "load_path_toml"]
 
@@ -38,25 +37,10 @@ class PathSpec:
     accept: float = 0.15
 
 
-def _number(src: str, key: str, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise PathFileError(src, f"must be a finite number, got {v!r}", key)
-    return float(v)
-
-
 def load_path_toml(path: str | Path) -> PathSpec:
     """Read a path file (module docstring)."""
     src = str(path)
-    doc = read_toml(path, PathFileError)
-    for table in doc:
-        if table != "path":
-            raise PathFileError(src, "unknown table", table)
-    table = doc.get("path")
-    if not isinstance(table, dict):
-        raise PathFileError(src, "missing table [path]", "path")
-    for key in table:
-        if key not in ("waypoints", "lookahead", "accept"):
-            raise PathFileError(src, "unknown key", f"path.{key}")
+    table = read_table(path, "path", ("waypoints", "lookahead", "accept"), PathFileError)
     wps = table.get("waypoints")
     if not isinstance(wps, list):
         raise PathFileError(src, "missing or not a list of [x, y] pairs", "path.waypoints")
@@ -65,13 +49,11 @@ def load_path_toml(path: str | Path) -> PathSpec:
     points = []
     for i, w in enumerate(wps):
         key = f"path.waypoints[{i}]"
-        if not isinstance(w, list) or len(w) != 2:
-            raise PathFileError(src, f"must be an [x, y] pair in m, got {w!r}", key)
-        points.append((_number(src, key, w[0]), _number(src, key, w[1])))
+        points.append(pair(w, src, key, PathFileError))
         if i and points[i] == points[i - 1]:
             raise PathFileError(src, "repeats the waypoint before it", key)
-    lookahead = _number(src, "path.lookahead", table.get("lookahead", 0.8))
-    accept = _number(src, "path.accept", table.get("accept", 0.15))
+    lookahead = number(table.get("lookahead", 0.8), src, "path.lookahead", PathFileError)
+    accept = number(table.get("accept", 0.15), src, "path.accept", PathFileError)
     if lookahead <= 0:
         raise PathFileError(src, f"must be > 0, got {lookahead!r}", "path.lookahead")
     if accept < 0:

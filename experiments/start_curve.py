@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT, Gait, references
-from aiko.control.toml_file import read_toml
+from aiko.control.toml_file import number, pair, read_table
 from aiko.model import SnakeParams
 from aiko.model.errors import AikoError, StateError
 from aiko.model.posture import (joint_points_on_arc, joint_points_on_polyline,
@@ -42,28 +42,11 @@ class CurveError(AikoError, ValueError):
         super().__init__(f"{source}: {key}: {reason}" if key else f"{source}: {reason}")
 
 
-def _pair(src, key, v) -> tuple[float, float]:
-    if (not isinstance(v, list) or len(v) != 2 or any(
-            isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
-            for x in v)):
-        raise CurveError(src, f"must be an [x, y] pair of numbers, got {v!r}", key)
-    return float(v[0]), float(v[1])
-
-
 def load_start_curve(path: str | Path) -> dict:
     """The curve of a file (module docstring) as a dict: ``{"polyline": (k, 2)}``,
     ``{"arc": {...}}`` or ``{"gait": True}``."""
     src = str(path)
-    doc = read_toml(path, CurveError)
-    for table in doc:
-        if table != "curve":
-            raise CurveError(src, "unknown table", table)
-    c = doc.get("curve")
-    if not isinstance(c, dict):
-        raise CurveError(src, "missing table [curve]", "curve")
-    for key in c:
-        if key not in ("polyline", "arc", "gait"):
-            raise CurveError(src, "unknown key", f"curve.{key}")
+    c = read_table(path, "curve", ("polyline", "arc", "gait"), CurveError)
     if len(c) != 1:
         raise CurveError(src, "give exactly one of polyline, arc, gait", "curve")
     if "gait" in c:
@@ -74,7 +57,7 @@ def load_start_curve(path: str | Path) -> dict:
         v = c["polyline"]
         if not isinstance(v, list) or len(v) < 2:
             raise CurveError(src, "needs at least two [x, y] points", "curve.polyline")
-        return {"polyline": np.array([_pair(src, f"curve.polyline[{i}]", w)
+        return {"polyline": np.array([pair(w, src, f"curve.polyline[{i}]", CurveError)
                                       for i, w in enumerate(v)])}
     a = c["arc"]
     if not isinstance(a, dict):
@@ -85,18 +68,16 @@ def load_start_curve(path: str | Path) -> dict:
     for key in ("center", "radius"):
         if key not in a:
             raise CurveError(src, "missing", f"curve.arc.{key}")
-    r, start = a["radius"], a.get("start_deg", -90.0)
-    for key, v in (("radius", r), ("start_deg", start)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise CurveError(src, f"must be a finite number, got {v!r}", f"curve.arc.{key}")
+    r = number(a["radius"], src, "curve.arc.radius", CurveError)
+    start = number(a.get("start_deg", -90.0), src, "curve.arc.start_deg", CurveError)
     if r <= 0:
         raise CurveError(src, f"must be > 0, got {r!r}", "curve.arc.radius")
     direction = a.get("direction", "ccw")
     if direction not in ("ccw", "cw"):
         raise CurveError(src, f"must be 'ccw' or 'cw', got {direction!r}",
                          "curve.arc.direction")
-    return {"arc": {"center": _pair(src, "curve.arc.center", a["center"]),
-                    "radius": float(r), "start_deg": float(start), "ccw": direction == "ccw"}}
+    return {"arc": {"center": pair(a["center"], src, "curve.arc.center", CurveError),
+                    "radius": r, "start_deg": start, "ccw": direction == "ccw"}}
 
 
 def start_q(curve: dict, params: SnakeParams, gait: Gait | None = None,
