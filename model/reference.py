@@ -273,9 +273,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
             for k, c in enumerate(idx):
                 P[c, :3] = x[3 * k:3 * k + 3]
         uE = velocity(P)
-        qE = (qM.reshape(-1) + 0.5 * dt * _F(qM) @ uE).reshape(n, 7)
-        qE[:, 3:] /= np.linalg.norm(qE[:, 3:], axis=1, keepdims=True)
-        return _project(qE, p["L"], keep_com), uE.reshape(n, 6), P, active, it, converged
+        return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, it, converged)
     uE = velocity(P)
     it = 0
     converged = idx.size == 0
@@ -342,8 +340,12 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
         if history is not None:
             history.append(res)
         converged = ok or res <= u_tol
-    # (83) and VII-C
+    return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, it, converged)
+
+
+def _second_half(qM, uE, dt, L, keep_com):
+    """(83), the second half step with u_E, then VII-C: (q_E, u_E (n, 6))."""
+    n = qM.shape[0]
     qE = (qM.reshape(-1) + 0.5 * dt * _F(qM) @ uE).reshape(n, 7)
     qE[:, 3:] /= np.linalg.norm(qE[:, 3:], axis=1, keepdims=True)
-    qE = _project(qE, p["L"], keep_com)
-    return qE, uE.reshape(n, 6), P, active, it, converged
+    return _project(qE, L, keep_com), uE.reshape(n, 6)
