@@ -75,7 +75,6 @@ class LiveView:
         self.interval = interval
         self.linger = linger
         self.records: list[str] = []
-        self.clients = 0
         self.connections = 0
         self.disconnects = 0
         self._server = None
@@ -130,6 +129,11 @@ class LiveView:
             return {"k": "comparison", **{key: _num(v) for key, v in p.items()
                                           if isinstance(v, (int, float, str)) or v is None}}
         return None
+
+    @property
+    def clients(self) -> int:
+        """Pages connected now."""
+        return len(self._cursors)
 
     def backlog(self) -> list[int]:
         """Per connected page, how many records it has yet to be sent."""
@@ -187,7 +191,6 @@ class LiveView:
 
         key = id(ws)
         self._cursors[key] = 0
-        self.clients += 1
         self.connections += 1
         try:
             while True:
@@ -211,5 +214,4 @@ class LiveView:
         except ConnectionClosed:
             self.disconnects += 1
         finally:
-            self.clients -= 1
             del self._cursors[key]
