@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from aiko.model.params import DRIVES, SolverParams
+
 from .cli_args import ArgError, Progress, links, nonneg, positive, slope
 
 __all__ = ["add_parser", "cmd_simulate"]
@@ -24,8 +26,11 @@ def add_parser(sub) -> None:
                         "still, or a gait .toml file")
     s.add_argument("--duration", type=nonneg("duration"), default=15.0, metavar="S",
                    help="simulated time, s (default 15)")
-    s.add_argument("--dt", type=positive("dt"), default=0.00025, metavar="S",
-                   help="time step, s (default 0.00025)")
+    s.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
+                   help=f"time step, s (default {SolverParams.dt:g})")
+    s.add_argument("--drive", choices=DRIVES, default=SolverParams.drive,
+                   help="the PD joint drives: implicit in the step (default; stable at any "
+                        "step) or explicit, as the paper (needs dt <= 0.25 ms)")
     s.add_argument("--mu", type=nonneg("mu"), metavar="MU", help="isotropic friction")
     s.add_argument("--mu-x", type=nonneg("mu-x"), metavar="MU",
                    help="friction along the link")
@@ -58,7 +63,7 @@ def add_parser(sub) -> None:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from aiko.control.gait import get_gait
     from aiko.experiments.simulate import LINK_OF_INTEREST, simulate_gait
-    from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
+    from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams
 
     if args.mu is not None and (args.mu_x is not None or args.mu_y is not None):
         raise ArgError("aiko simulate: give either --mu or --mu-x/--mu-y, not both")
@@ -71,7 +76,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     mu_y = args.mu_y if args.mu_y is not None else mu_y
     params = SnakeParams(n=args.links, mu_x=mu_x, mu_y=mu_y, slope_deg=args.slope,
                          contact=args.contact)
-    model = SnakeModel(params, SolverParams(dt=args.dt, solver=args.solver))
+    solver = SolverParams(solver=args.solver, drive=args.drive)
+    if args.dt is not None:
+        solver = solver.with_(dt=args.dt)
+    model = SnakeModel(params, solver)
     state = None
     if args.start_curve is not None:
         from .start_curve import load_start_curve, start_q
@@ -112,7 +120,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     d = p1 - p0
     st = res.stats
     print(f"gait {gait.name}: {params.n} links, mu_x {mu_x:g}, mu_y {mu_y:g}, "
-          f"slope {args.slope:g} deg, solver {args.solver}, dt {args.dt:g} s")
+          f"slope {args.slope:g} deg, solver {args.solver}, dt {model.dt:g} s, "
+          f"{args.drive} drives")
     print(f"link {link}: start ({p0[0]:+.4f}, {p0[1]:+.4f}, {p0[2]:+.4f}) m, "
           f"end ({p1[0]:+.4f}, {p1[1]:+.4f}, {p1[2]:+.4f}) m, "
           f"moved ({d[0]:+.4f}, {d[1]:+.4f}) m, distance {math.hypot(d[0], d[1]):.4f} m")

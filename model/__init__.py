@@ -5,12 +5,12 @@ packages.
 """
 
 from .errors import AikoError, JointReferenceError, ParameterError, StateError
-from .params import CONTACT_LAWS, SOLVERS, SnakeParams, SolverParams
+from .params import CONTACT_LAWS, DRIVES, SOLVERS, SnakeParams, SolverParams
 from .simulation import (ConvergenceWarning, SnakeModel, SnakeState, StepStats,
                          kernels_cached, warm_up)
 
 __all__ = [
     "AikoError", "ParameterError", "StateError", "JointReferenceError",
-    "SnakeParams", "SolverParams", "SOLVERS", "CONTACT_LAWS",
+    "SnakeParams", "SolverParams", "SOLVERS", "CONTACT_LAWS", "DRIVES",
     "SnakeModel", "SnakeState", "StepStats", "ConvergenceWarning", "kernels_cached", "warm_up",
 ]

@@ -3,7 +3,11 @@
 The joint impulses P_J solve G_J P_J = -b with b = W_J^T v, v (6n,) the velocity
 the links would have without them (84). G_J = W_J^T M^-1 W_J is block
 tridiagonal: D_i (joint i with itself) and E_i (joints i and i+1 through their
-shared link i+1), 4x4 blocks. Eliminating it from both ends of the chain,
+shared link i+1), r x r blocks with r the rows per joint: the cardan joint's
+four constraints (39)-(41), and with implicit drives its two drive rows (see
+:func:`aiko.model._kernels.drive_rows`), whose compliance adds to D_i's
+diagonal and whose offset adds to b. Every function reads r from its arrays'
+shapes. Eliminating it from both ends of the chain,
 
     DL_0 = D_0,        DL_i = D_i - FL_i E_{i-1},   FL_i = E_{i-1}^T DL_{i-1}^-1
     DR_m = D_m,        DR_i = D_i - FR_i E_i^T,     FR_i = E_i DR_{i+1}^-1
@@ -32,6 +36,9 @@ import math
 from numba import njit
 
 _NO_JOINT = -1
+NR = 6
+"""Rows per joint in the direct solve: the cardan joint's four constraints
+(39)-(41) and its two drive rows (zero and inert with explicit drives)."""
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -71,16 +78,18 @@ def chol_solve(F, m, x):
 
 @njit(cache=True, error_model="numpy")
 def joint_blocks(WJ, minv, D, E):
-    """The blocks of G_J = W_J^T M^-1 W_J: D (nJ, 4, 4) and E (nJ, 4, 4),
-    E[i] = G_J[i, i+1] (E[nJ-1] unused). WJ (nJ, 12, 4) from joint_jacobian,
-    whose translational rows are +-identity in the three position columns
-    (39)-(41): they add the two links' inverse masses (D) and minus the shared
-    link's (E) on that 3x3 diagonal; the rotational rows are summed as outer
-    products. minv (n, 6): each link's diagonal of M^-1."""
+    """The blocks of G_J = W_J^T M^-1 W_J: D (nJ, r, r) and E (nJ, r, r),
+    E[i] = G_J[i, i+1] (E[nJ-1] unused). WJ (nJ, 12, r) from joint_jacobian
+    (and drive_rows), whose translational rows are +-identity in the three
+    position columns (39)-(41) and zero in the others: they add the two links'
+    inverse masses (D) and minus the shared link's (E) on that 3x3 diagonal;
+    the rotational rows are summed as outer products. minv (n, 6): each link's
+    diagonal of M^-1."""
     nj = WJ.shape[0]
+    nr = NR
     for i in range(nj):
-        for a in range(4):
-            for c in range(4):
+        for a in range(nr):
+            for c in range(nr):
                 D[i, a, c] = 0.0
                 E[i, a, c] = 0.0
         for a in range(3):
@@ -89,51 +98,54 @@ def joint_blocks(WJ, minv, D, E):
         for j in range(3, 6):
             ma = minv[i, j]
             mb = minv[i + 1, j]
-            for a in range(4):
+            for a in range(nr):
                 wa = ma * WJ[i, j, a]
                 wb = mb * WJ[i, 6 + j, a]
-                for c in range(4):
+                for c in range(nr):
                     D[i, a, c] += wa * WJ[i, j, c] + wb * WJ[i, 6 + j, c]
         if i + 1 < nj:
             for j in range(3, 6):
-                for a in range(4):
+                for a in range(nr):
                     w = minv[i + 1, j] * WJ[i, 6 + j, a]
-                    for c in range(4):
+                    for c in range(nr):
                         E[i, a, c] += w * WJ[i + 1, j, c]
 
 
 @njit(cache=True, error_model="numpy")
-def eliminations(D, E, Ld, Ls, FL, DR, FR, F4):
+def eliminations(D, E, Ld, Ls, FL, DR, FR, F4, lo, hi):
     """The eliminations of G_J (module docstring). From link 1's end they come
     with the block Cholesky factor of G_J (Ld, Ls of joint_system: DL_i = Ld_i
     Ld_i^T, Ls_i = E_{i-1}^T Ld_{i-1}^-T), so only FL_i = Ls_i Ld_{i-1}^-1 is
-    formed; from link n's end DR, FR. FL[0] and FR[nJ-1] are unused. O(n).
-    F4 (4, 4) scratch."""
+    formed, for 1 <= i <= hi; from link n's end DR, FR, down to joint lo.
+    A sweep over links lo..hi + 1 needs no more (bL behind its last link, bR
+    ahead of its first); lo = 0, hi = nJ - 1 forms all. FL[0] and FR[nJ-1]
+    are unused. O(n). All blocks (nJ, r, r); F4 (r, r) scratch."""
     nj = D.shape[0]
     if nj == 0:
         return
-    for i in range(1, nj):
+    nr = NR
+    for i in range(1, min(hi, nj - 1) + 1):
         # FL_i Ld_{i-1} = Ls_i, row by row (back substitution on Ld^T)
-        for r in range(4):
-            for c in range(3, -1, -1):
+        for r in range(nr):
+            for c in range(nr - 1, -1, -1):
                 s = Ls[i, r, c]
-                for k in range(c + 1, 4):
+                for k in range(c + 1, nr):
                     s -= FL[i, r, k] * Ld[i - 1, k, c]
                 FL[i, r, c] = s * Ld[i - 1, c, c]
-    for a in range(4):
-        for c in range(4):
+    for a in range(nr):
+        for c in range(nr):
             DR[nj - 1, a, c] = D[nj - 1, a, c]
-    for i in range(nj - 2, -1, -1):
+    for i in range(nj - 2, max(lo, 0) - 1, -1):
         # FR_i DR_{i+1} = E_i, row by row
-        chol_factor(DR[i + 1], 4, F4)
-        for r in range(4):
-            for c in range(4):
+        chol_factor(DR[i + 1], nr, F4)
+        for r in range(nr):
+            for c in range(nr):
                 FR[i, r, c] = E[i, r, c]
-            chol_solve(F4, 4, FR[i, r])
-        for a in range(4):
-            for c in range(4):
+            chol_solve(F4, nr, FR[i, r])
+        for a in range(nr):
+            for c in range(nr):
                 s = D[i, a, c]
-                for k in range(4):
+                for k in range(nr):
                     s -= FR[i, a, k] * E[i, c, k]
                 DR[i, a, c] = s
 
@@ -148,51 +160,52 @@ def link_joints(l, nj):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
-    """Link l's gains: H (6, 8) = M_l^-1 B_l^T Q_l^-1, so that
+    """Link l's gains: H (6, 2r) = M_l^-1 B_l^T Q_l^-1, so that
     u_l = v_l - H [bL_{l-1}; bR_l], and K (6, 6) = M_l^-1 - H B_l M_l^-1, its
     block of the constrained inverse mass. B_l (m, 6): the rows of W_J^T of the
     joints touching link l, on link l; minv (6,): link l's diagonal of M^-1.
-    Returns m (0, 4 or 8), the joints' rows.
-    Q, Qf (8, 8) and Y (8, 6) scratch."""
+    Returns m (0, r or 2r), the joints' rows (r rows per joint, WJ (nJ, 12, r)).
+    Q, Qf (2r, 2r) and Y (2r, 6) scratch (r <= 6)."""
     nj = WJ.shape[0]
+    nr = NR
     jp, jn = link_joints(l, nj)
     # Cholesky factor of Q_l by blocks: [[Ld_{l-1}, 0], [Ls_l, chol(DR_l - Ls_l Ls_l^T)]]
-    for a in range(8):
-        for c in range(8):
+    for a in range(2 * nr):
+        for c in range(2 * nr):
             Qf[a, c] = 0.0
     m = 0
     if jp >= 0:
-        for a in range(4):
-            for c in range(4):
+        for a in range(nr):
+            for c in range(nr):
                 Qf[a, c] = Ld[jp, a, c]
-        m = 4
+        m = nr
     if jn >= 0:
-        for a in range(4):
-            for c in range(4):
+        for a in range(nr):
+            for c in range(nr):
                 s = DR[jn, a, c]
                 if jp >= 0:
-                    for k in range(4):
+                    for k in range(nr):
                         s -= Ls[jn, a, k] * Ls[jn, c, k]
                 Q[a, c] = s
-        chol_factor(Q, 4, Y)
-        for a in range(4):
-            for c in range(4):
+        chol_factor(Q, nr, Y)
+        for a in range(nr):
+            for c in range(nr):
                 Qf[m + a, m + c] = Y[a, c]
                 if jp >= 0:
-                    Qf[4 + a, c] = Ls[jn, a, c]
-        m += 4
+                    Qf[nr + a, c] = Ls[jn, a, c]
+        m += nr
     # Y = B_l M_l^-1
     for j in range(6):
         r = 0
         if jp >= 0:
-            for a in range(4):
+            for a in range(nr):
                 Y[a, j] = WJ[jp, 6 + j, a] * minv[j]
-            r = 4
+            r = nr
         if jn >= 0:
-            for a in range(4):
+            for a in range(nr):
                 Y[r + a, j] = WJ[jn, j, a] * minv[j]
     for a in range(6):
-        for c in range(8):
+        for c in range(2 * nr):
             H[a, c] = 0.0
     if m > 0:
         # Y <- Qf^-1 Y: K = M^-1 - Y^T Y; then Y <- Qf^-T Y = Q^-1 B M^-1 = H^T
@@ -224,23 +237,25 @@ def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
 @njit(cache=True, error_model="numpy", inline="always")
 def propagate_left(i, b, FL, bL):
     """bL_i from b_i and bL_{i-1}."""
-    for a in range(4):
+    nr = NR
+    for a in range(nr):
         s = b[i, a]
         if i > 0:
-            for k in range(4):
+            for k in range(nr):
                 s -= FL[i, a, k] * bL[i - 1, k]
         bL[i, a] = s
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def all_right(b, FR, bR):
-    """bR for every joint, from link n's end. O(n)."""
+def all_right(b, FR, bR, lo):
+    """bR for the joints from link n's end down to joint lo. O(n)."""
     nj = b.shape[0]
-    for i in range(nj - 1, -1, -1):
-        for a in range(4):
+    nr = NR
+    for i in range(nj - 1, max(lo, 0) - 1, -1):
+        for a in range(nr):
             s = b[i, a]
             if i < nj - 1:
-                for k in range(4):
+                for k in range(nr):
                     s -= FR[i, a, k] * bR[i + 1, k]
             bR[i, a] = s
 
@@ -249,16 +264,17 @@ def all_right(b, FR, bR):
 def link_velocity(l, v, nj, bL, bR, H, out):
     """u_l (6,) = v_l - H_l [bL_{l-1}; bR_l]: link l's velocity with the joint
     impulses solved directly (bL, bR current at the joints touching link l)."""
+    nr = NR
     jp, jn = link_joints(l, nj)
     for j in range(6):
         s = v[6 * l + j]
         r = 0
         if jp >= 0:
-            for a in range(4):
+            for a in range(nr):
                 s -= H[j, a] * bL[jp, a]
-            r = 4
+            r = nr
         if jn >= 0:
-            for a in range(4):
+            for a in range(nr):
                 s -= H[j, r + a] * bR[jn, a]
         out[j] = s
 
@@ -266,11 +282,12 @@ def link_velocity(l, v, nj, bL, bR, H, out):
 @njit(cache=True, error_model="numpy", inline="always")
 def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
     """Add to b = W_J^T v the change of an impulse df (6,) on link l (v_l changes
-    by M_l^-1 df, minv (6,) link l's diagonal of M^-1); dbp, dbn (4,) receive the
+    by M_l^-1 df, minv (6,) link l's diagonal of M^-1); dbp, dbn (r,) receive the
     changes at joints l-1 and l."""
     nj = WJ.shape[0]
+    nr = NR
     jp, jn = link_joints(l, nj)
-    for a in range(4):
+    for a in range(nr):
         sp = 0.0
         sn = 0.0
         for j in range(6):
@@ -288,12 +305,13 @@ def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
 
 
 @njit(cache=True, error_model="numpy")
-def joint_rhs(WJ, v, b):
-    """b = W_J^T v, (nJ, 4)."""
+def joint_rhs(WJ, v, bo, b):
+    """b = W_J^T v + bo, (nJ, r): bo the drive rows' offset (zero on the
+    joints' constraint rows)."""
+    nr = NR
     for i in range(WJ.shape[0]):
-        for a in range(4):
-            s = 0.0
+        for a in range(nr):
+            s = bo[i, a]
             for j in range(12):
                 s += WJ[i, j, a] * v[6 * i + j]
             b[i, a] = s
-

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._chain import (all_right, chol_factor, eliminations, joint_blocks, joint_rhs,
+from ._chain import (NR, all_right, chol_factor, eliminations, joint_blocks, joint_rhs,
                      joint_rhs_change, link_block, link_joints, link_velocity,
                      propagate_left)
 from .prox import _prox_disc, _prox_ellipse
@@ -35,11 +35,16 @@ PAR_FIELDS = (
 )
 SOL_FIELDS = (
     "dt", "solver", "alpha", "r_N", "r_T", "r_V", "eps", "T_rel", "T_abs",
-    "u_tol", "max_iter", "active_tol", "projection", "warm_start", "link_passes",
+    "u_tol", "max_iter", "active_tol", "projection", "warm_start", "link_passes", "drive",
+    "drive_weight",
 )
 SOLVER_CODES = {"newton": 0, "jor": 1, "sor": 2}
 CONTACT_CODES = {"hard": 0, "compliant": 1}
 PROJECTION_CODES = {"link1": 0, "com": 1}
+DRIVE_CODES = {"explicit": 0, "implicit": 1}
+DRIVE_ROWS = {"explicit": 4, "implicit": 6}
+"""Rows per joint in the chain's direct solve: the cardan joint's four
+constraints, and with implicit drives its two drive rows."""
 
 _TINY = 1e-300
 
@@ -179,7 +184,8 @@ def contact_jacobian(R, side, L_SC, L_GS, W):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def joint_jacobian(Ra, Rb, La, Lb, W):
-    """W_Ji (12, 4) of the joint between links a = i and b = i + 1, (38)-(41).
+    """W_Ji (12, 4) of the joint between links a = i and b = i + 1, (38)-(41),
+    into W's first four columns (W may have more: the drive rows).
 
     Columns chi = x, y, z: [e_chi; Ra^T (La/2 z_a x e_chi); -e_chi;
     Rb^T (Lb/2 z_b x e_chi)]. Column phi: [0; Ra^T (y_a x x_b); 0;
@@ -293,6 +299,110 @@ def control_torques(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, tau, power):
         tau[i, 1] += t_h
         tau[i + 1, 0] -= t_v
     return tau
+
+
+@njit(cache=True, error_model="numpy")
+def drive_rows(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, dt, sigma, WJ, comp, bo):
+    """The PD drives (68)-(69) integrated implicitly: two rows per joint in the
+    chain's direct solve, beside its four constraint rows.
+
+    A drive's torque over the step is taken at the end of the step,
+    t = K_p (alpha_M + dt/2 alphadot_E - alpha_r) + K_d (alphadot_E - alphadot_r)
+    with alpha_M the joint angle (65)-(66) at the midpoint q_M and alphadot_E
+    = w^T u_E its rate at the end (w: the drive's row; alphadot_h =
+    y_i . (omega_{i+1} - omega_i), alphadot_v = x_{i+1} . (omega_{i+1} -
+    omega_i), exact where g_Jphi = 0). Its impulse lambda = -dt t is then
+    lambda = -gamma w^T u_E - c, gamma = dt (K_d + dt K_p / 2),
+    c = dt (K_p (alpha_M - alpha_r) - K_d alphadot_r): a compliant bilateral
+    constraint w^T u_E + lambda / gamma + c / gamma = 0, solved with the joint's
+    own (84) rows. Its compliance 1/gamma adds to G_J's diagonal, c/gamma to
+    the right-hand side b. The generalised force directions w are those of the
+    torque pairs of (62)-(64): tau_C = -sum w t (see control_torques), so the
+    explicit law is recovered as gamma -> 0 with c fixed. Unconditionally stable
+    in the drive (a spring taken at the step's end position).
+
+    Writes WJ[:, :, 4:6] (Rs: rotations at q_M, refs (nJ, 4)), comp (nJ, 6) the
+    compliance on the diagonal (zero on the four constraint rows) and bo (nJ, 6)
+    the offset of b. A drive with K_p = K_d = 0 gets a zero row and unit
+    compliance: no impulse."""
+    nj = WJ.shape[0]
+    for i in range(nj):
+        # Rr = R_i^T R_{i+1} (63); alpha_h, alpha_v (65)-(66)
+        r00 = Rs[i, 0, 0] * Rs[i + 1, 0, 0] + Rs[i, 1, 0] * Rs[i + 1, 1, 0] + Rs[i, 2, 0] * Rs[i + 1, 2, 0]
+        r10 = Rs[i, 0, 1] * Rs[i + 1, 0, 0] + Rs[i, 1, 1] * Rs[i + 1, 1, 0] + Rs[i, 2, 1] * Rs[i + 1, 2, 0]
+        r20 = Rs[i, 0, 2] * Rs[i + 1, 0, 0] + Rs[i, 1, 2] * Rs[i + 1, 1, 0] + Rs[i, 2, 2] * Rs[i + 1, 2, 0]
+        r11 = Rs[i, 0, 1] * Rs[i + 1, 0, 1] + Rs[i, 1, 1] * Rs[i + 1, 1, 1] + Rs[i, 2, 1] * Rs[i + 1, 2, 1]
+        r12 = Rs[i, 0, 1] * Rs[i + 1, 0, 2] + Rs[i, 1, 1] * Rs[i + 1, 1, 2] + Rs[i, 2, 1] * Rs[i + 1, 2, 2]
+        r21 = Rs[i, 0, 2] * Rs[i + 1, 0, 1] + Rs[i, 1, 2] * Rs[i + 1, 1, 1] + Rs[i, 2, 2] * Rs[i + 1, 2, 1]
+        r22 = Rs[i, 0, 2] * Rs[i + 1, 0, 2] + Rs[i, 1, 2] * Rs[i + 1, 1, 2] + Rs[i, 2, 2] * Rs[i + 1, 2, 2]
+        a_v = math.atan2(r21, r22)
+        a_h = -math.asin(min(1.0, max(-1.0, r20)))
+        for j in range(12):
+            WJ[i, j, 4] = 0.0
+            WJ[i, j, 5] = 0.0
+        for k in range(4):
+            comp[i, k] = 0.0
+            bo[i, k] = 0.0
+        # horizontal drive about y_i: link i -e_y (in B_i), link i+1 Rr^T e_y
+        g = sigma * dt * (K_hd + 0.5 * dt * K_hp)
+        if g > 0.0:
+            WJ[i, 4, 4] = -1.0
+            WJ[i, 9, 4] = r10
+            WJ[i, 10, 4] = r11
+            WJ[i, 11, 4] = r12
+            wA = -u[i, 4] + r10 * u[i + 1, 3] + r11 * u[i + 1, 4] + r12 * u[i + 1, 5]
+            comp[i, 4] = 1.0 / g
+            bo[i, 4] = dt * (K_hp * (a_h - (1.0 - sigma) * 0.5 * dt * wA - refs[i, 0])
+                             + K_hd * ((1.0 - sigma) * wA - refs[i, 2])) / g
+        else:
+            comp[i, 4] = 1.0
+            bo[i, 4] = 0.0
+        # vertical drive about x_{i+1}: link i -Rr e_x, link i+1 e_x (in B_{i+1})
+        g = sigma * dt * (K_vd + 0.5 * dt * K_vp)
+        if g > 0.0:
+            WJ[i, 3, 5] = -r00
+            WJ[i, 4, 5] = -r10
+            WJ[i, 5, 5] = -r20
+            WJ[i, 9, 5] = 1.0
+            wA = -r00 * u[i, 3] - r10 * u[i, 4] - r20 * u[i, 5] + u[i + 1, 3]
+            comp[i, 5] = 1.0 / g
+            bo[i, 5] = dt * (K_vp * (a_v - (1.0 - sigma) * 0.5 * dt * wA - refs[i, 1])
+                             + K_vd * ((1.0 - sigma) * wA - refs[i, 3])) / g
+        else:
+            comp[i, 5] = 1.0
+            bo[i, 5] = 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def _inert_drive_rows(WJ, comp, bo):
+    """The drive rows with explicit drives: zero, unit compliance, no offset,
+    so that their impulses are zero and the four constraint rows are solved as
+    without them."""
+    for i in range(WJ.shape[0]):
+        for j in range(12):
+            WJ[i, j, 4] = 0.0
+            WJ[i, j, 5] = 0.0
+        for k in range(NR):
+            comp[i, k] = 1.0 if k >= 4 else 0.0
+            bo[i, k] = 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def drive_work(WJ, jwork, u):
+    """The implicit drives' positive work over the step, J: each drive's
+    impulse lambda = -x (x = G_J^-1 b, jwork (nJ, 6), left by
+    constrain_velocity) times its rate w^T u_E, counted when positive (the
+    motor drives the joint; see control_torques' power)."""
+    work = 0.0
+    for i in range(WJ.shape[0]):
+        for k in range(4, 6):
+            rate = 0.0
+            for j in range(12):
+                rate += WJ[i, j, k] * u[6 * i + j]
+            p = -jwork[i, k] * rate
+            if p > 0.0:
+                work += p
+    return work
 
 
 # --------------------------------------------------------------------------
@@ -433,11 +543,13 @@ def _inverse_mass(par, minv):
 
 
 @njit(cache=True, error_model="numpy")
-def joint_system(Rs, par, minv, WJ, D, E, Ld, Ls):
-    """W_J (39)-(41) into WJ (nJ, 12, 4), the blocks D, E of G_J = W_J^T M^-1 W_J
-    (the matrix of the direct bilateral impulses (84), see
-    :func:`aiko.model._chain.joint_blocks`; minv (n, 6) holds the links'
-    diagonals of M^-1) and its block Cholesky factor. O(n).
+def joint_system(Rs, par, minv, WJ, comp, D, E, Ld, Ls):
+    """W_J (39)-(41) into WJ's first four columns (WJ (nJ, 12, r); with r = 6 the
+    drive rows of :func:`drive_rows` are already in the last two), the blocks
+    D, E of G_J = W_J^T M^-1 W_J + diag(comp) (the matrix of the direct
+    bilateral impulses (84), see :func:`aiko.model._chain.joint_blocks`; minv
+    (n, 6) holds the links' diagonals of M^-1; comp (nJ, r) the rows'
+    compliance) and its block Cholesky factor. O(n).
 
     G_J = L L^T with diagonal blocks Ld[i] (lower triangular, the reciprocals of
     their diagonals stored on it, see :func:`aiko.model._chain.chol_factor`) and
@@ -449,80 +561,89 @@ def joint_system(Rs, par, minv, WJ, D, E, Ld, Ls):
     for i in range(n - 1):
         joint_jacobian(Rs[i], Rs[i + 1], L, L, WJ[i])
     joint_blocks(WJ, minv, D, E)
-    S = np.empty((4, 4))
+    nr = NR
     for i in range(n - 1):
-        for a in range(4):
-            for b in range(4):
+        for a in range(nr):
+            D[i, a, a] += comp[i, a]
+    S = np.empty((nr, nr))
+    for i in range(n - 1):
+        for a in range(nr):
+            for b in range(nr):
                 S[a, b] = D[i, a, b]
         if i > 0:
             # Ls[i] Ld[i-1]^T = E^T: forward substitution, row by row
-            for r in range(4):
-                for c in range(4):
+            for r in range(nr):
+                for c in range(nr):
                     s = E[i - 1, c, r]
                     for k in range(c):
                         s -= Ls[i, r, k] * Ld[i - 1, c, k]
                     Ls[i, r, c] = s * Ld[i - 1, c, c]
-            for a in range(4):
-                for b in range(4):
+            for a in range(nr):
+                for b in range(nr):
                     s = 0.0
-                    for k in range(4):
+                    for k in range(nr):
                         s += Ls[i, a, k] * Ls[i, b, k]
                     S[a, b] -= s
-        chol_factor(S, 4, Ld[i])
+        chol_factor(S, nr, Ld[i])
 
 
 @njit(cache=True, error_model="numpy")
 def _joint_solve(Ld, Ls, x):
-    """Solve G_J y = x in place, x (nJ, 4), with the factor of joint_system."""
+    """Solve G_J y = x in place, x (nJ, r), with the factor of joint_system."""
     nj = x.shape[0]
+    nr = NR
     for i in range(nj):  # L z = x
         if i > 0:
-            for r in range(4):
+            for r in range(nr):
                 s = 0.0
-                for k in range(4):
+                for k in range(nr):
                     s += Ls[i, r, k] * x[i - 1, k]
                 x[i, r] -= s
-        for r in range(4):
+        for r in range(nr):
             s = x[i, r]
             for k in range(r):
                 s -= Ld[i, r, k] * x[i, k]
             x[i, r] = s * Ld[i, r, r]
     for i in range(nj - 1, -1, -1):  # L^T y = z
         if i < nj - 1:
-            for r in range(4):
+            for r in range(nr):
                 s = 0.0
-                for k in range(4):
+                for k in range(nr):
                     s += Ls[i + 1, k, r] * x[i + 1, k]
                 x[i, r] -= s
-        for r in range(3, -1, -1):
+        for r in range(nr - 1, -1, -1):
             s = x[i, r]
-            for k in range(r + 1, 4):
+            for k in range(r + 1, nr):
                 s -= Ld[i, k, r] * x[i, k]
             x[i, r] = s * Ld[i, r, r]
 
 
 @njit(cache=True, error_model="numpy")
 def _sub_joint_velocity(WJ, minv, P_J, v):
-    """v <- v - M^-1 W_J P_J: the velocity change of joint impulses P_J (nJ, 4)
+    """v <- v - M^-1 W_J P_J: the velocity change of joint impulses P_J (nJ, r)
     taken with the opposite sign (v (6n,); minv (n, 6) the links' diagonals of
     M^-1)."""
+    nr = NR
     for i in range(WJ.shape[0]):
         for j in range(12):
             s = 0.0
-            for k in range(4):
+            for k in range(nr):
                 s += WJ[i, j, k] * P_J[i, k]
             v[6 * i + j] -= minv[i + j // 6, j % 6] * s
 
 
 @njit(cache=True, error_model="numpy")
-def constrain_velocity(WJ, Ld, Ls, minv, v, work):
-    """v <- v - M^-1 W_J G_J^-1 W_J^T v: add the direct joint impulses that make
-    W_J^T v = 0 (the corrected (84)); the M-orthogonal projection onto the
-    velocities the joints allow. O(n). minv (n, 6); work (nJ, 4)."""
+def constrain_velocity(WJ, Ld, Ls, minv, bo, v, work):
+    """v <- v - M^-1 W_J G_J^-1 (W_J^T v + bo): add the direct joint impulses
+    that make W_J^T v = 0 (the corrected (84)); without drive rows the
+    M-orthogonal projection onto the velocities the joints allow, with them
+    also the drives' impulses (:func:`drive_rows`; bo their offset, zero on the
+    constraint rows). O(n). minv (n, 6); work (nJ, r) receives
+    G_J^-1 (W_J^T v + bo), minus the impulses."""
     nj = WJ.shape[0]
     for i in range(nj):
-        for k in range(4):
-            s = 0.0
+        for k in range(NR):
+            s = bo[i, k]
             for j in range(12):
                 s += WJ[i, j, k] * v[6 * i + j]
             work[i, k] = s
@@ -546,13 +667,12 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     number of links touching the ground (listed in order in lk, their contacts
     in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-     Q, Qf, Y, F4, sv, tau, minv, power) = ws
+     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
     L_SC = par[1]
     L_GS = par[2]
-    eliminations(D, E, Ld, Ls, FL, DR, FR, F4)
     nl = 0
     for l in range(n):
         cnt = 0
@@ -565,9 +685,16 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
         lk[nl] = l
         ccount[nl] = cnt
         nl += 1
+    if nl == 0:
+        return 0
+    # the sweeps reach from the first link touching the ground to the last
+    eliminations(D, E, Ld, Ls, FL, DR, FR, F4, lk[0], lk[nl - 1] - 1)
+    for t in range(nl):
+        l = lk[t]
+        cnt = ccount[t]
         link_block(l, WJ, minv[l], Ld, Ls, DR, H[l], K[l], Q, Qf, Y)
-        for t in range(cnt):
-            c = cs[nl - 1, t]
+        for ci in range(cnt):
+            c = cs[t, ci]
             side = 1.0 if c < n else -1.0
             contact_jacobian(Rs[l], side, L_SC, L_GS, Wc[c])
             # diagonal of the Delassus matrix W^T A W of this contact
@@ -596,7 +723,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
                 for k in range(5):
                     w += Wc[c, j, k] * P[c, k]
                 v[6 * l + j] += minv[l, j] * w
-    joint_rhs(WJ, v, b)
+    joint_rhs(WJ, v, bo, b)
     return nl
 
 
@@ -641,7 +768,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
     iters = 0
     while iters < max_iter:
         iters += 1
-        all_right(b, FR, bR)
+        all_right(b, FR, bR, lk[0])
         jl = -1
         res = 0.0
         imp_ok = True
@@ -693,7 +820,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
             if _apply_link_impulse(l, df, v, WJ, minv, b, sv[4], sv[5]):
                 # bL behind the sweep and bR ahead of it follow b at the link's joints
                 jp, jn = link_joints(l, WJ.shape[0])
-                for a in range(4):
+                for a in range(NR):
                     if jp >= 0:
                         bL[jp, a] += sv[4, a]
                     if jn >= 0:
@@ -720,7 +847,7 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
     df = sv[1]
     gam = sv[2]
     for i in range(nj):
-        for a in range(4):
+        for a in range(NR):
             xJ[i, a] = b[i, a]
     _joint_solve(Ld, Ls, xJ)
     for t in range(nl):
@@ -729,10 +856,10 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
         for j in range(6):
             s = 0.0
             if jp >= 0:
-                for a in range(4):
+                for a in range(NR):
                     s += WJ[jp, 6 + j, a] * xJ[jp, a]
             if jn >= 0:
-                for a in range(4):
+                for a in range(NR):
                     s += WJ[jn, j, a] * xJ[jn, a]
             ul[j] = v[6 * l + j] - minv[l, j] * s
         for s in range(ccount[t]):
@@ -777,7 +904,8 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
 
 
 @njit(cache=True, error_model="numpy")
-def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, ufree, Wc, jwork):
+def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, bo, ufree, Wc,
+                        jwork):
     """The compliant contact law (:data:`aiko.model.params.CONTACT_LAWS`,
     seeds/001 (17)-(20)) at velocity level. The spheres at or below the ground
     at the midpoint qM are the contacts; their impulses x = P[c, :3] (normal,
@@ -792,7 +920,9 @@ def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, ufree,
     |P| T_rel + T_abs (or max_iter sweeps). Where the
     friction saturates this is what (18)-(20) solved once and clipped cannot
     give: the impulses that slide with the largest friction the cone allows.
-    Adds M^-1 W P to ufree (the joints are solved afterwards); writes P
+    bo: the drive rows' offset (see constrain_velocity), in the velocity
+    without contacts, not in the contacts' columns. Adds M^-1 W P to ufree
+    (the joints are solved afterwards); writes P
     (rolling columns 0) and active. Returns (sweeps, converged)."""
     n = qM.shape[0]
     dt = sol[0]
@@ -832,7 +962,8 @@ def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, ufree,
     nv = 6 * n
     # A M ufree: the velocity without contact impulses, joints solved
     v0 = ufree.copy()
-    constrain_velocity(WJ, Ld, Ls, minv, v0, jwork)
+    constrain_velocity(WJ, Ld, Ls, minv, bo, v0, jwork)
+    no_offset = np.zeros_like(bo)
     # columns of A W, one joint solve each
     AW = np.zeros((nv, 3 * m))
     col = np.zeros(nv)
@@ -843,7 +974,7 @@ def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, ufree,
             col[k] = 0.0
         for k in range(6):
             col[6 * i + k] = minv[i, k] * Wc[c, k, a % 3]
-        constrain_velocity(WJ, Ld, Ls, minv, col, jwork)
+        constrain_velocity(WJ, Ld, Ls, minv, no_offset, col, jwork)
         for k in range(nv):
             AW[k, a] = col[k]
     G = np.empty((3 * m, 3 * m))
@@ -921,13 +1052,20 @@ def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, ufree,
 def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwork, ws):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
+    The PD drives (68)-(69) enter explicitly (as the paper: tau_C at q_M and
+    u_A in the free velocity) or implicitly (:func:`drive_rows`: two more rows
+    per joint in the direct solve), as WJ's last dimension says (4 or 6 rows,
+    :data:`DRIVE_ROWS`; WJ, Ld, Ls, jwork and ws sized for it).
+
     Returns (iterations, converged, work): work is the drives' positive
-    mechanical work over the step, J (each motor's power of
-    :func:`control_torques` at the step's start, counted when positive: the
-    modules' motors do not recover energy when they brake). P (2n, 5) holds each sphere's last contact
+    mechanical work over the step, J (explicit: each motor's power of
+    :func:`control_torques` at the step's start times dt; implicit: each
+    drive's impulse times its rate at the step's end, :func:`drive_work`;
+    counted when positive: the modules' motors do not recover energy when they
+    brake). P (2n, 5) holds each sphere's last contact
     impulsions (warm start, as in the paper: the value it had when the contact was
     last active) and on return this step's; active (2n,) the active set (49).
-    ufree (6n,), jwork (nJ, 4) and ws (:func:`_workspace`) are scratch.
+    ufree (6n,), jwork (nJ, r) and ws (:func:`_workspace`) are scratch.
     """
     n = q.shape[0]
     dt = sol[0]
@@ -935,6 +1073,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     max_iter = int(sol[10])
     L_SC = par[1]
     L_GS = par[2]
+    implicit = int(sol[15]) == 1
     # (72): explicit first half step; the quaternions are renormalised there
     _kinematic_update(q, u, 0.5 * dt, tmp_q)
     _normalise_quaternions(tmp_q)
@@ -942,12 +1081,21 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     # smooth forces h_M (gravity, gyroscopic) and control torques tau_C
     tau = ws[22]
     power = ws[24]
-    control_torques(Rs, u, refs, par[9], par[10], par[11], par[12], tau, power)
+    comp = ws[25]
+    bo = ws[26]
     work = 0.0
-    for i in range(power.shape[0]):
-        for k in range(2):
-            if power[i, k] > 0.0:
-                work += power[i, k] * dt
+    if implicit:
+        drive_rows(Rs, u, refs, par[9], par[10], par[11], par[12], dt, sol[16], WJ, comp, bo)
+        for i in range(n):
+            for k in range(3):
+                tau[i, k] = 0.0
+    else:
+        _inert_drive_rows(WJ, comp, bo)
+        control_torques(Rs, u, refs, par[9], par[10], par[11], par[12], tau, power)
+        for i in range(power.shape[0]):
+            for k in range(2):
+                if power[i, k] > 0.0:
+                    work += power[i, k] * dt
     th0 = par[4]
     th2 = par[5]
     for i in range(n):
@@ -962,11 +1110,11 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
         ufree[6 * i + 5] = u[i, 5] + dt * (tau[i, 2] - g2) / th2
     minv = ws[23]
     _inverse_mass(par, minv)
-    joint_system(Rs, par, minv, WJ, ws[0], ws[1], Ld, Ls)
+    joint_system(Rs, par, minv, WJ, comp, ws[0], ws[1], Ld, Ls)
     if par[17] > 0.5:  # the compliant law
         iters, converged = _compliant_impulses(tmp_q, u, P, active, par, sol, Rs, WJ, Ld, Ls,
-                                               minv, ufree, Wc, jwork)
-        return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, jwork, iters,
+                                               minv, bo, ufree, Wc, jwork)
+        return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iters,
                             converged, work)
     # active set (49) at the midpoint, with a round-off tolerance
     nact = 0
@@ -990,7 +1138,7 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-         Q, Qf, Y, F4, sv, tau, minv, power) = ws
+         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
                                           FR, H, K, lk, cs, ccount, rr, gA, Pnew, sv)
@@ -1005,17 +1153,20 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
             if imp_ok or res <= sol[9]:
                 converged = True
                 break
-    return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, jwork, iters,
+    return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iters,
                         converged, work)
 
 
 @njit(cache=True, error_model="numpy")
-def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, jwork, iters, converged,
+def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iters, converged,
                  work):
-    """The end of a step: u_E with the joints' impulses solved directly for the
-    final contact impulses, then (83), the second half step, and VII-C."""
+    """The end of a step: u_E with the joints' (and implicit drives') impulses
+    solved directly for the final contact impulses, then (83), the second half
+    step, and VII-C."""
     n = q.shape[0]
-    constrain_velocity(WJ, Ld, Ls, minv, ufree, jwork)
+    constrain_velocity(WJ, Ld, Ls, minv, bo, ufree, jwork)
+    if int(sol[15]) == 1:
+        work += drive_work(WJ, jwork, ufree)
     for i in range(n):
         for k in range(6):
             u[i, k] = ufree[6 * i + k]
@@ -1026,25 +1177,26 @@ def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, jwork, iters, c
 
 
 @njit(cache=True, error_model="numpy")
-def _workspace(n):
-    """Scratch arrays of _step for n links, in the order they are unpacked: the
-    chain's eliminations D, E, FL, DR, FR (nJ, 4, 4); the joints' right-hand
-    sides b, bL, bR, xJ (nJ, 4); each link's gains H (n, 6, 8) and K (n, 6, 6);
-    the links touching the ground lk (n,), their contacts
-    cs (n, 2) and counts ccount (n,); per contact r (2n, 3), the restitution
-    velocity gA (2n,) and the prox results Pnew (2n, 5); small scratch Q, Qf
-    (8, 8), Y (8, 6), F4 (4, 4), sv (6, 8); tau (n, 3); minv (n, 6); the
-    motors' power (nJ, 2)."""
+def _workspace(n, nr):
+    """Scratch arrays of _step for n links and nr rows per joint
+    (:data:`DRIVE_ROWS`), in the order they are unpacked: the chain's
+    eliminations D, E, FL, DR, FR (nJ, nr, nr); the joints' right-hand sides
+    b, bL, bR, xJ (nJ, nr); each link's gains H (n, 6, 2 nr) and K (n, 6, 6);
+    the links touching the ground lk (n,), their contacts cs (n, 2) and counts
+    ccount (n,); per contact r (2n, 3), the restitution velocity gA (2n,) and
+    the prox results Pnew (2n, 5); small scratch Q, Qf (2 nr, 2 nr), Y
+    (2 nr, 6), F4 (nr, nr), sv (6, 8); tau (n, 3); minv (n, 6); the motors'
+    power (nJ, 2); the rows' compliance comp and offset bo (nJ, nr)."""
     nj = max(n - 1, 0)
-    return (np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
-            np.zeros((nj, 4, 4)), np.zeros((nj, 4, 4)),
-            np.zeros((nj, 4)), np.zeros((nj, 4)), np.zeros((nj, 4)), np.zeros((nj, 4)),
-            np.zeros((n, 6, 8)), np.zeros((n, 6, 6)),
+    return (np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
+            np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
+            np.zeros((nj, nr)), np.zeros((nj, nr)), np.zeros((nj, nr)), np.zeros((nj, nr)),
+            np.zeros((n, 6, 2 * nr)), np.zeros((n, 6, 6)),
             np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros((2 * n, 3)), np.zeros(2 * n),
-            np.zeros((2 * n, 5)), np.zeros((8, 8)), np.zeros((8, 8)), np.zeros((8, 6)),
-            np.zeros((4, 4)), np.zeros((6, 8)), np.zeros((n, 3)), np.zeros((n, 6)),
-            np.zeros((nj, 2)))
+            np.zeros((2 * n, 5)), np.zeros((2 * nr, 2 * nr)), np.zeros((2 * nr, 2 * nr)),
+            np.zeros((2 * nr, 6)), np.zeros((nr, nr)), np.zeros((6, 8)), np.zeros((n, 3)),
+            np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)))
 
 
 @njit(cache=True, error_model="numpy")
@@ -1054,16 +1206,17 @@ def _advance(q, u, P, active, refs, par, sol, n_steps, stats, work):
     unconverged steps]; work (n_steps,) receives each step's positive work of
     the drives, J (see _step). Returns the number of steps taken."""
     n = q.shape[0]
+    nr = NR
     Rs = np.empty((n, 3, 3))
     nj = max(n - 1, 0)
-    WJ = np.empty((nj, 12, 4))
-    Ld = np.zeros((nj, 4, 4))
-    Ls = np.zeros((nj, 4, 4))
+    WJ = np.zeros((nj, 12, nr))
+    Ld = np.zeros((nj, nr, nr))
+    Ls = np.zeros((nj, nr, nr))
     Wc = np.zeros((2 * n, 6, 5))
     tmp_q = np.empty((n, 7))
     ufree = np.empty(6 * n)
-    jwork = np.empty((nj, 4))
-    ws = _workspace(n)
+    jwork = np.empty((nj, nr))
+    ws = _workspace(n, nr)
     hold = refs.shape[0] == 1
     for s in range(n_steps):
         r = refs[0] if hold else refs[s]

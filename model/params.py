@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from .errors import ParameterError
 
-__all__ = ["SnakeParams", "SolverParams", "SOLVERS", "CONTACT_LAWS"]
+__all__ = ["SnakeParams", "SolverParams", "SOLVERS", "CONTACT_LAWS", "DRIVES"]
 
 SOLVERS = ("newton", "jor", "sor")
 
@@ -122,6 +122,16 @@ friction ellipse (our (58), where (20) splits a circle by angle). k_pc (1/s^2)
 and k_vc (1/s) do not depend on masses or inertias; no rolling resistance."""
 
 
+DRIVES = ("implicit", "explicit")
+"""How the PD joint drives (68)-(69) enter the time step. ``explicit``: the
+paper's, the torques at the midpoint's angles and the step's starting rates in
+the free velocity; stable only below about 1 ms with Aiko's K_vp.
+``implicit``: each drive's torque at the step's end angle and rate, solved with
+the joint's constraints as a compliant bilateral constraint (two more rows per
+joint in the O(n) direct solve, see ``aiko.model._kernels.drive_rows``);
+unconditionally stable in the drive, for any gains and step."""
+
+
 @dataclass(frozen=True)
 class SolverParams:
     """Time-stepping and contact-solver settings.
@@ -165,12 +175,14 @@ class SolverParams:
     eps: float = 1e-10
     T_rel: float = 1e-6
     T_abs: float = 1e-10
-    u_tol: float = 1e-8
+    u_tol: float = 1e-6
     max_iter: int = 500
-    active_tol: float = 1e-9
+    active_tol: float = 1e-8
     projection: str = "link1"
     warm_start: bool = field(default=True)
     link_passes: int = 3
+    drive: str = "implicit"
+    drive_weight: float = 0.6
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -189,6 +201,11 @@ class SolverParams:
             raise ParameterError("max_iter", self.max_iter, "must be an integer >= 1")
         if not (isinstance(self.link_passes, int) and self.link_passes >= 1):
             raise ParameterError("link_passes", self.link_passes, "must be an integer >= 1")
+        if self.drive not in DRIVES:
+            raise ParameterError("drive", self.drive, f"must be one of {', '.join(DRIVES)}")
+        if not (0.5 <= self.drive_weight <= 1.0):
+            raise ParameterError("drive_weight", self.drive_weight,
+                                 "the implicit drive's weight must lie in [0.5, 1]")
         if self.projection not in ("link1", "com"):
             raise ParameterError("projection", self.projection, "must be 'link1' or 'com'")
 

@@ -21,7 +21,7 @@ from .prox import prox_disc, prox_ellipse
 from .quaternion import H_bar, rotation_matrix, skew
 
 __all__ = ["reference_step", "dense_matrices", "reference_torques", "reference_joint_angles",
-           "reference_drive_power"]
+           "reference_drive_power", "reference_drive_rows"]
 
 E = np.eye(3)
 
@@ -147,6 +147,44 @@ def reference_drive_power(Rs: np.ndarray, u: np.ndarray, refs: np.ndarray,
     return out
 
 
+def reference_drive_rows(Rs: np.ndarray, u: np.ndarray, refs: np.ndarray, p: dict,
+                         dt: float, sigma: float):
+    """The implicit drives as compliant bilateral constraints (see the
+    compiled ``drive_rows``): W_D (6n, 2(n-1)), the generalised force
+    directions of the torque pairs of (62)-(64) (columns: joint i's horizontal
+    drive about y_i, then its vertical drive about x_{i+1}, so that
+    tau_C = -W_D [t_h1, t_v1, ...] and W_D^T u = the joint rates), their
+    compliance 1/gamma and their offset c/gamma (2(n-1),) each:
+    gamma = sigma dt (K_d + dt K_p / 2), c = dt (K_p (alpha_M - (1 - sigma) dt/2
+    alphadot_A - alpha_r) + K_d ((1 - sigma) alphadot_A - alphadot_r)), the
+    impulse lambda = -gamma W_D^T u_E - c."""
+    n = Rs.shape[0]
+    nj = max(n - 1, 0)
+    W_D = np.zeros((6 * n, 2 * nj))
+    comp = np.ones(2 * nj)
+    offset = np.zeros(2 * nj)
+    ang = reference_joint_angles(Rs, u) if n > 1 else np.zeros((0, 4))
+    uA = u.reshape(-1)
+    for i in range(nj):
+        axes = (Rs[i][:, 1], Rs[i + 1][:, 0])  # y_i, x_{i+1}
+        gains = ((p["K_hp"], p["K_hd"]), (p["K_vp"], p["K_vd"]))
+        for k in range(2):
+            K_p, K_d = gains[k]
+            gamma = sigma * dt * (K_d + 0.5 * dt * K_p)
+            if gamma <= 0.0:
+                continue
+            col = np.zeros(6 * n)
+            col[6 * i + 3:6 * i + 6] = -(Rs[i].T @ axes[k])
+            col[6 * i + 9:6 * i + 12] = Rs[i + 1].T @ axes[k]
+            rate = col @ uA
+            c = dt * (K_p * (ang[i, k] - (1 - sigma) * 0.5 * dt * rate - refs[i, k])
+                      + K_d * ((1 - sigma) * rate - refs[i, 2 + k]))
+            W_D[:, 2 * i + k] = col
+            comp[2 * i + k] = 1.0 / gamma
+            offset[2 * i + k] = c / gamma
+    return W_D, comp, offset
+
+
 def _project(q: np.ndarray, L: float, keep_com: bool) -> np.ndarray:
     """VII-C with rotation matrices, then back to quaternions."""
     from .quaternion import from_rotation_matrix
@@ -186,6 +224,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
     max_iter, active_tol = int(sol[10]), float(sol[11])
     keep_com, warm = int(sol[12]) == 1, float(sol[13]) > 0.5
     link_passes = int(sol[14])
+    implicit = int(sol[15]) == 1
     q = np.array(q, dtype=float)
     u = np.array(u, dtype=float)
     P = np.array(P, dtype=float)
@@ -205,10 +244,22 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
         w = u[i, 3:]
         h[6 * i:6 * i + 3] = p["m"] * np.array([p["g_x"], p["g_y"], p["g_z"]])
         h[6 * i + 3:6 * i + 6] = -np.cross(w, theta @ w)
-    tau = reference_torques(Rs, u, refs, p)
+    # the bilateral rows: the joints' (84), with implicit drives also the
+    # drives' compliant rows (zero compliance and offset on the joints' rows)
     W_J = mats["W_J"]
+    nJ = W_J.shape[1]
+    comp = np.zeros(nJ)
+    offset = np.zeros(nJ)
+    if implicit:
+        tau = np.zeros(6 * n)
+        W_D, c_D, o_D = reference_drive_rows(Rs, u, refs, p, dt, float(sol[16]))
+        W_J = np.hstack([W_J, W_D])
+        comp = np.concatenate([comp, c_D])
+        offset = np.concatenate([offset, o_D])
+    else:
+        tau = reference_torques(Rs, u, refs, p)
     if n > 1:
-        G_J = W_J.T @ Minv @ W_J
+        G_J = W_J.T @ Minv @ W_J + np.diag(comp)
         A = Minv - Minv @ W_J @ np.linalg.solve(G_J, W_J.T @ Minv)
     else:
         A = Minv.copy()
@@ -230,7 +281,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
         S = sum((Wc[c] @ Pc[c] for c in idx), np.zeros(6 * n))
         rhs = uA + Minv @ (h * dt + S + tau * dt)
         if n > 1:
-            P_J = -np.linalg.solve(W_J.T @ Minv @ W_J, W_J.T @ rhs)
+            P_J = -np.linalg.solve(G_J, W_J.T @ rhs + offset)
             return rhs + Minv @ W_J @ P_J
         return rhs
 

@@ -159,7 +159,7 @@ class SnakeModel:
         return np.array([s.dt, K.SOLVER_CODES[s.solver], s.relaxation, s.r_N, s.r_T, s.r_V,
                          s.eps, s.T_rel, s.T_abs, s.u_tol, s.max_iter, s.active_tol,
                          K.PROJECTION_CODES[s.projection], 1.0 if s.warm_start else 0.0,
-                         s.link_passes])
+                         s.link_passes, K.DRIVE_CODES[s.drive], s.drive_weight])
 
     @property
     def n(self) -> int:
@@ -224,9 +224,11 @@ class SnakeModel:
                           f"({self.solver.max_iter}) of the {self.solver.solver} solver",
                           ConvergenceWarning, stacklevel=3)
         if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.u))):
+            why = ("the PD torques are explicit, and their stiff vertical gain needs a small "
+                   "step" if self.solver.drive == "explicit" else
+                   "try a smaller step")
             raise StateError("state", f"the simulation diverged before t = {new.t:.6g} s "
-                                      f"(dt = {self.dt:g} s; the PD torques are explicit, and "
-                                      "their stiff vertical gain needs a small step)")
+                                      f"(dt = {self.dt:g} s; {why})")
         return new, st
 
     def step(self, state: SnakeState, refs=None) -> tuple[SnakeState, StepStats]:

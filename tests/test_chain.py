@@ -11,27 +11,38 @@ from aiko.model import SnakeModel, SnakeParams
 from aiko.model import _chain as C
 from aiko.model import _kernels as K
 from aiko.model.posture import posture_from_joint_angles, straight_posture
-from aiko.model.reference import _pars, dense_matrices
+from aiko.model.reference import _pars, dense_matrices, reference_drive_rows
+
+NR = C.NR
+DT = 0.002
 
 
-def _chain_system(q, par, minv):
-    """Everything the chain kernels compute for posture q."""
+def _chain_system(q, par, minv, u=None, refs=None, sigma=1.0):
+    """Everything the chain kernels compute for posture q: with u and refs the
+    implicit drives' rows (step DT), else inert drive rows (explicit drives)."""
     n = q.shape[0]
     nj = n - 1
     Rs = np.empty((n, 3, 3))
     K._all_rotations(q, Rs)
-    WJ = np.zeros((nj, 12, 4))
-    D, E, Ld, Ls, FL, DR, FR = (np.zeros((nj, 4, 4)) for _ in range(7))
-    K.joint_system(Rs, par, minv, WJ, D, E, Ld, Ls)
-    C.eliminations(D, E, Ld, Ls, FL, DR, FR, np.zeros((4, 4)))
-    return dict(Rs=Rs, WJ=WJ, D=D, E=E, Ld=Ld, Ls=Ls, FL=FL, DR=DR, FR=FR)
+    WJ = np.zeros((nj, 12, NR))
+    comp = np.zeros((nj, NR))
+    bo = np.zeros((nj, NR))
+    if u is None:
+        K._inert_drive_rows(WJ, comp, bo)
+    else:
+        K.drive_rows(Rs, u, refs, par[9], par[10], par[11], par[12], DT, sigma, WJ, comp, bo)
+    D, E, Ld, Ls, FL, DR, FR = (np.zeros((nj, NR, NR)) for _ in range(7))
+    K.joint_system(Rs, par, minv, WJ, comp, D, E, Ld, Ls)
+    C.eliminations(D, E, Ld, Ls, FL, DR, FR, np.zeros((NR, NR)), 0, nj - 1)
+    return dict(Rs=Rs, WJ=WJ, D=D, E=E, Ld=Ld, Ls=Ls, FL=FL, DR=DR, FR=FR, comp=comp, bo=bo)
 
 
 def _link_gains(sys_, minv, l):
-    H = np.zeros((6, 8))
+    H = np.zeros((6, 2 * NR))
     Kl = np.zeros((6, 6))
     m = C.link_block(l, sys_["WJ"], minv[l], sys_["Ld"], sys_["Ls"], sys_["DR"], H, Kl,
-                     np.zeros((8, 8)), np.zeros((8, 8)), np.zeros((8, 6)))
+                     np.zeros((2 * NR, 2 * NR)), np.zeros((2 * NR, 2 * NR)),
+                     np.zeros((2 * NR, 6)))
     return m, H, Kl
 
 
@@ -44,31 +55,49 @@ def _curved_posture(params, seed):
 
 @pytest.mark.parametrize("n", [2, 3, 11])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_link_gains_equal_dense_constrained_inverse_mass(n, seed):
-    """K_l is link l's block of M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1, and
-    u_l = v_l - H_l [bL; bR] is link l's part of that projection of any v."""
+@pytest.mark.parametrize("drives", ["explicit", "implicit"])
+def test_link_gains_equal_dense_constrained_inverse_mass(n, seed, drives):
+    """K_l is link l's block of M^-1 - M^-1 W G^-1 W^T M^-1, and
+    u_l = v_l - H_l [bL; bR] is link l's part of v - M^-1 W G^-1 (W^T v + o),
+    for any v: W = W_J (explicit drives, inert rows) or [W_J, W_D] with
+    G = W^T M^-1 W + diag(compliance) and o the drives' offsets (implicit
+    drives, from the dense twin's reference_drive_rows)."""
     params = SnakeParams(n=n)
     model = SnakeModel(params)
     par = model._par
     minv = np.zeros((n, 6))
     K._inverse_mass(par, minv)
     q = _curved_posture(params, seed)
-    sys_ = _chain_system(q, par, minv)
+    rng = np.random.default_rng(seed + 20)
     W_J = dense_matrices(q, _pars(par))["W_J"]
+    comp = np.zeros(W_J.shape[1])
+    offset = np.zeros(W_J.shape[1])
+    if drives == "implicit":
+        u = rng.normal(size=(n, 6))
+        refs = rng.normal(scale=0.3, size=(n - 1, 4))
+        sys_ = _chain_system(q, par, minv, u, refs, sigma=0.6)
+        W_D, c_D, o_D = reference_drive_rows(sys_["Rs"], u, refs, _pars(par), DT, 0.6)
+        W_J = np.hstack([W_J, W_D])
+        comp = np.concatenate([comp, c_D])
+        offset = np.concatenate([offset, o_D])
+        assert np.abs(o_D).max() > 1.0  # the references are far from the posture
+    else:
+        sys_ = _chain_system(q, par, minv)
     Minv = np.diag(minv.reshape(-1))
-    A = Minv - Minv @ W_J @ np.linalg.solve(W_J.T @ Minv @ W_J, W_J.T @ Minv)
+    G = W_J.T @ Minv @ W_J + np.diag(comp)
+    A = Minv - Minv @ W_J @ np.linalg.solve(G, W_J.T @ Minv)
     v = np.random.default_rng(seed + 10).normal(size=6 * n)
-    u_dense = A @ (np.diag(1.0 / minv.reshape(-1)) @ v)  # the projection of v
-    b = np.zeros((n - 1, 4))
-    C.joint_rhs(sys_["WJ"], v, b)
+    u_dense = v - Minv @ W_J @ np.linalg.solve(G, W_J.T @ v + offset)
+    b = np.zeros((n - 1, NR))
+    C.joint_rhs(sys_["WJ"], v, sys_["bo"], b)
     bL = np.zeros_like(b)
     bR = np.zeros_like(b)
     for i in range(n - 1):
         C.propagate_left(i, b, sys_["FL"], bL)
-    C.all_right(b, sys_["FR"], bR)
+    C.all_right(b, sys_["FR"], bR, 0)
     for l in range(n):
         m, H, Kl = _link_gains(sys_, minv, l)
-        assert m == 4 * ((l > 0) + (l < n - 1))
+        assert m == NR * ((l > 0) + (l < n - 1))
         np.testing.assert_allclose(Kl, A[6 * l:6 * l + 6, 6 * l:6 * l + 6], atol=1e-9, rtol=1e-9)
         ul = np.zeros(6)
         C.link_velocity(l, v, n - 1, bL, bR, H, ul)
@@ -109,8 +138,8 @@ def test_alexiou_two_link_impact(eps, rates):
     w0 = (th1 + th2) * ez
     u[0, :3] = np.cross(w1, joint01 - pin) + np.cross(w0, q[0, :3] - joint01)
     u[0, 3:] = Rs[0].T @ w0
-    b = np.zeros((2, 4))
-    C.joint_rhs(sys_["WJ"], u.reshape(-1), b)
+    b = np.zeros((2, NR))
+    C.joint_rhs(sys_["WJ"], u.reshape(-1), sys_["bo"], b)
     assert np.abs(b).max() < 1e-12  # the rates satisfy the joints
     # the tip and the wall's direction as a generalised force on link index 0
     r_tip = np.array([0.5 * L, 0.0, 0.0])
@@ -125,7 +154,8 @@ def test_alexiou_two_link_impact(eps, rates):
     # the whole chain's response to -J at the tip, joints solved directly
     dv = np.zeros(18)
     dv[:6] = minv[0] * w * -J
-    K.constrain_velocity(sys_["WJ"], sys_["Ld"], sys_["Ls"], minv, dv, np.zeros((2, 4)))
+    K.constrain_velocity(sys_["WJ"], sys_["Ld"], sys_["Ls"], minv, sys_["bo"], dv,
+                         np.zeros((2, NR)))
     du = dv.reshape(3, 6)
     k = 2 * th1 + th2
     dth1 = (Rs[1] @ du[1, 3:])[2]

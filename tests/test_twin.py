@@ -49,13 +49,17 @@ with warnings.catch_warnings():  # the soft start's transient has capped steps
     STATES = _states()
 
 
-@pytest.mark.parametrize("solver", ["newton", "jor", "sor", "sor/1"])
+@pytest.mark.parametrize("solver", ["newton", "jor", "sor", "sor/1", "sor/3/explicit",
+                                    "sor/3/implicit/0.5", "newton/3/explicit"])
 @pytest.mark.parametrize("case", STATES, ids=[c[0] for c in STATES])
 def test_kernel_step_equals_dense_reference(case, solver):
-    """sor/1: plain SOR, one pass over a link's contacts per sweep."""
+    """solver/passes/drive/drive weight; sor/1: plain SOR, one pass over a
+    link's contacts per sweep; the default drive is implicit."""
     label, params, state, refs = case
-    name, _, passes = solver.partition("/")
-    model = SnakeModel(params, SolverParams(solver=name, link_passes=int(passes or 3)))
+    name, passes, drive, weight = (solver.split("/") + ["3", "implicit", "1.0"][
+        solver.count("/"):])[:4]
+    model = SnakeModel(params, SolverParams(solver=name, link_passes=int(passes), drive=drive,
+                                            drive_weight=float(weight)))
     qE, uE, P, active, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
                                                model._par, model._sol)
     new, stats = model.step(state, refs)
@@ -76,8 +80,9 @@ def test_kernels_without_jit_agree_with_compiled(tmp_path):
         from aiko.experiments.simulate import initial_state_for_gait
         from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
         out = []
-        for solver in ("newton", "jor", "sor"):
-            m = SnakeModel(SnakeParams(n=4), SolverParams(solver=solver))
+        for solver, drive in (("newton", "implicit"), ("jor", "implicit"),
+                              ("sor", "implicit"), ("sor", "explicit")):
+            m = SnakeModel(SnakeParams(n=4), SolverParams(solver=solver, drive=drive))
             g = PRESETS["sidewinding"]
             s = initial_state_for_gait(m, g, height=0.001)
             s, st = m.run_steps(s, references(g, 0.3 + np.arange(40) * m.dt, 3))
