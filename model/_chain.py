@@ -84,7 +84,8 @@ def joint_blocks(WJ, minv, D, E):
     position columns (39)-(41) and zero in the others: they add the two links'
     inverse masses (D) and minus the shared link's (E) on that 3x3 diagonal;
     the rotational rows are summed as outer products. minv (n, 6): each link's
-    diagonal of M^-1."""
+    diagonal of M^-1. D is symmetric: only its lower triangle is formed (every
+    reader reads no more)."""
     nj = WJ.shape[0]
     nr = NR
     for i in range(nj):
@@ -101,7 +102,7 @@ def joint_blocks(WJ, minv, D, E):
             for a in range(nr):
                 wa = ma * WJ[i, j, a]
                 wb = mb * WJ[i, 6 + j, a]
-                for c in range(nr):
+                for c in range(a + 1):
                     D[i, a, c] += wa * WJ[i, j, c] + wb * WJ[i, 6 + j, c]
         if i + 1 < nj:
             for j in range(3, 6):
@@ -119,7 +120,8 @@ def eliminations(D, E, Ld, Ls, FL, DR, FR, F4, lo, hi):
     formed, for 1 <= i <= hi; from link n's end DR, FR, down to joint lo.
     A sweep over links lo..hi + 1 needs no more (bL behind its last link, bR
     ahead of its first); lo = 0, hi = nJ - 1 forms all. FL[0] and FR[nJ-1]
-    are unused. O(n). All blocks (nJ, r, r); F4 (r, r) scratch."""
+    are unused. O(n). All blocks (nJ, r, r); F4 (r, r) scratch. D and DR are
+    symmetric: their lower triangles are read and formed."""
     nj = D.shape[0]
     if nj == 0:
         return
@@ -133,7 +135,7 @@ def eliminations(D, E, Ld, Ls, FL, DR, FR, F4, lo, hi):
                     s -= FL[i, r, k] * Ld[i - 1, k, c]
                 FL[i, r, c] = s * Ld[i - 1, c, c]
     for a in range(nr):
-        for c in range(nr):
+        for c in range(a + 1):
             DR[nj - 1, a, c] = D[nj - 1, a, c]
     for i in range(nj - 2, max(lo, 0) - 1, -1):
         # FR_i DR_{i+1} = E_i, row by row
@@ -143,7 +145,7 @@ def eliminations(D, E, Ld, Ls, FL, DR, FR, F4, lo, hi):
                 FR[i, r, c] = E[i, r, c]
             chol_solve(F4, nr, FR[i, r])
         for a in range(nr):
-            for c in range(nr):
+            for c in range(a + 1):
                 s = D[i, a, c]
                 for k in range(nr):
                     s -= FR[i, a, k] * E[i, c, k]
@@ -162,26 +164,32 @@ def link_joints(l, nj):
 def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
     """Link l's gains: H (6, 2r) = M_l^-1 B_l^T Q_l^-1, so that
     u_l = v_l - H [bL_{l-1}; bR_l], and K (6, 6) = M_l^-1 - H B_l M_l^-1, its
-    block of the constrained inverse mass. B_l (m, 6): the rows of W_J^T of the
-    joints touching link l, on link l; minv (6,): link l's diagonal of M^-1.
-    Returns m (0, r or 2r), the joints' rows (r rows per joint, WJ (nJ, 12, r)).
+    block of the constrained inverse mass. B_l (2r, 6): the rows of W_J^T of
+    joints l-1 (rows 0..r-1) and l (rows r..2r-1) on link l, zero where the
+    chain ends (the missing joint's block of Q_l is then the identity, so all
+    sizes are fixed); minv (6,): link l's diagonal of M^-1. Returns m (0, r or
+    2r), the rows of the joints that exist (r rows per joint, WJ (nJ, 12, r)).
     Q, Qf (2r, 2r) and Y (2r, 6) scratch (r <= 6)."""
     nj = WJ.shape[0]
     nr = NR
+    m2 = 2 * NR
     jp, jn = link_joints(l, nj)
     # Cholesky factor of Q_l by blocks: [[Ld_{l-1}, 0], [Ls_l, chol(DR_l - Ls_l Ls_l^T)]]
-    for a in range(2 * nr):
-        for c in range(2 * nr):
+    for a in range(m2):
+        for c in range(m2):
             Qf[a, c] = 0.0
     m = 0
     if jp >= 0:
         for a in range(nr):
-            for c in range(nr):
+            for c in range(a + 1):
                 Qf[a, c] = Ld[jp, a, c]
         m = nr
+    else:
+        for a in range(nr):
+            Qf[a, a] = 1.0
     if jn >= 0:
         for a in range(nr):
-            for c in range(nr):
+            for c in range(a + 1):
                 s = DR[jn, a, c]
                 if jp >= 0:
                     for k in range(nr):
@@ -189,48 +197,43 @@ def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
                 Q[a, c] = s
         chol_factor(Q, nr, Y)
         for a in range(nr):
-            for c in range(nr):
-                Qf[m + a, m + c] = Y[a, c]
-                if jp >= 0:
+            for c in range(a + 1):
+                Qf[nr + a, nr + c] = Y[a, c]
+            if jp >= 0:
+                for c in range(nr):
                     Qf[nr + a, c] = Ls[jn, a, c]
         m += nr
+    else:
+        for a in range(nr):
+            Qf[nr + a, nr + a] = 1.0
     # Y = B_l M_l^-1
     for j in range(6):
-        r = 0
-        if jp >= 0:
-            for a in range(nr):
-                Y[a, j] = WJ[jp, 6 + j, a] * minv[j]
-            r = nr
-        if jn >= 0:
-            for a in range(nr):
-                Y[r + a, j] = WJ[jn, j, a] * minv[j]
+        for a in range(nr):
+            Y[a, j] = WJ[jp, 6 + j, a] * minv[j] if jp >= 0 else 0.0
+            Y[nr + a, j] = WJ[jn, j, a] * minv[j] if jn >= 0 else 0.0
+    # Y <- Qf^-1 Y: K = M^-1 - Y^T Y; then Y <- Qf^-T Y = Q^-1 B M^-1 = H^T
+    for j in range(6):
+        for i in range(m2):
+            s = Y[i, j]
+            for k in range(i):
+                s -= Qf[i, k] * Y[k, j]
+            Y[i, j] = s * Qf[i, i]
     for a in range(6):
-        for c in range(2 * nr):
-            H[a, c] = 0.0
-    if m > 0:
-        # Y <- Qf^-1 Y: K = M^-1 - Y^T Y; then Y <- Qf^-T Y = Q^-1 B M^-1 = H^T
-        for j in range(6):
-            for i in range(m):
-                s = Y[i, j]
-                for k in range(i):
-                    s -= Qf[i, k] * Y[k, j]
-                Y[i, j] = s * Qf[i, i]
-    for a in range(6):
-        for c in range(6):
+        for c in range(a + 1):
             s = 0.0
-            for i in range(m):
+            for i in range(m2):
                 s += Y[i, a] * Y[i, c]
             K[a, c] = -s
+            K[c, a] = -s
         K[a, a] += minv[a]
-    if m > 0:
-        for j in range(6):
-            for i in range(m - 1, -1, -1):
-                s = Y[i, j]
-                for k in range(i + 1, m):
-                    s -= Qf[k, i] * Y[k, j]
-                Y[i, j] = s * Qf[i, i]
-            for i in range(m):
-                H[j, i] = Y[i, j]
+    for j in range(6):
+        for i in range(m2 - 1, -1, -1):
+            s = Y[i, j]
+            for k in range(i + 1, m2):
+                s -= Qf[k, i] * Y[k, j]
+            Y[i, j] = s * Qf[i, i]
+        for i in range(m2):
+            H[j, i] = Y[i, j]
     return m
 
 
@@ -268,14 +271,12 @@ def link_velocity(l, v, nj, bL, bR, H, out):
     jp, jn = link_joints(l, nj)
     for j in range(6):
         s = v[6 * l + j]
-        r = 0
         if jp >= 0:
             for a in range(nr):
                 s -= H[j, a] * bL[jp, a]
-            r = nr
         if jn >= 0:
             for a in range(nr):
-                s -= H[j, r + a] * bR[jn, a]
+                s -= H[j, nr + a] * bR[jn, a]
         out[j] = s
 
 

@@ -568,7 +568,7 @@ def joint_system(Rs, par, minv, WJ, comp, D, E, Ld, Ls):
     S = np.empty((nr, nr))
     for i in range(n - 1):
         for a in range(nr):
-            for b in range(nr):
+            for b in range(a + 1):
                 S[a, b] = D[i, a, b]
         if i > 0:
             # Ls[i] Ld[i-1]^T = E^T: forward substitution, row by row
@@ -579,12 +579,12 @@ def joint_system(Rs, par, minv, WJ, comp, D, E, Ld, Ls):
                         s -= Ls[i, r, k] * Ld[i - 1, c, k]
                     Ls[i, r, c] = s * Ld[i - 1, c, c]
             for a in range(nr):
-                for b in range(nr):
+                for b in range(a + 1):
                     s = 0.0
                     for k in range(nr):
                         s += Ls[i, a, k] * Ls[i, b, k]
                     S[a, b] -= s
-        chol_factor(S, nr, Ld[i])
+        chol_factor(S, nr, Ld[i])  # reads S's lower triangle
 
 
 @njit(cache=True, error_model="numpy")
