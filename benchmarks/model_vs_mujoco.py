@@ -1,7 +1,7 @@
 """Our non-smooth model against MuJoCo on the same snake, in one run.
 
     pip install '.[bench]'
-    python benchmarks/model_vs_mujoco.py                 # presets at dt 0.25 ms and 1 ms
+    python benchmarks/model_vs_mujoco.py                 # presets at dt 0.25, 0.5, 1, 2 ms
     python benchmarks/model_vs_mujoco.py --scaling       # sidewinding at 11, 22, 44, 88 links
 
 The MuJoCo model is generated from the same parameters: capsules of radius L_SC
@@ -14,7 +14,10 @@ mu_x and mu_y there (its trajectory is not comparable, its cost is). Both engine
 get the same reference at every step (link 6's displacement is compared: the
 two engines place the curved start differently) (MuJoCo's actuators see the angle; its damping
 acts on the joint rate without the reference rate). One core, wall time of the
-stepping only. Not part of the test suite.
+stepping only. Ours runs with implicit drives (the default) and with the
+paper's explicit ones, both with the default solver settings; MuJoCo's
+implicitfast integrates its actuators' damping implicitly. Not part of the test
+suite.
 """
 
 from __future__ import annotations
@@ -96,9 +99,9 @@ def run_mujoco(p: SnakeParams, gait, dt: float, duration: float, mu: float):
     return wall / steps * 1e6, data.xpos[6] - start6, contacts / steps
 
 
-def run_ours(p: SnakeParams, gait, dt: float, duration: float):
+def run_ours(p: SnakeParams, gait, dt: float, duration: float, drive: str = "implicit"):
     """(us/step, link-6 displacement, stats); NaNs when the run diverges at this dt."""
-    r = timed_run(SnakeModel(p, SolverParams(dt=dt)), gait, duration)
+    r = timed_run(SnakeModel(p, SolverParams(dt=dt, drive=drive)), gait, duration)
     if r is None:
         return float("nan"), np.full(3, np.nan), None
     return r.us_per_step, r.link(6)[-1] - r.link(6)[0], r.stats
@@ -114,6 +117,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=15.0)
     ap.add_argument("--scaling", action="store_true")
+    ap.add_argument("--dt", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0],
+                    help="time steps, ms")
     a = ap.parse_args()
     print(f"machine: {machine()}; one core, stepping wall time only")
     if a.scaling:
@@ -128,19 +133,24 @@ def main() -> None:
             print(f"{n:>5} {ours:>12.1f} {mj:>14.1f} {ours / mj:>6.2f}   "
                   f"(x{ours / base[0]:.1f} and x{mj / base[1]:.1f} from 11 links)")
         return
-    print(f"{'preset':<32}{'dt ms':>6}{'ours us':>9}{'MuJoCo us':>10}{'ours/MJ':>8}"
-          f"{'RTF ours':>9}{'RTF MJ':>8}  link 6 moved: ours | MuJoCo (m)   [MJ contacts]")
+    print(f"{'preset':<32}{'dt ms':>6}{'drive':>9}{'ours us':>9}{'MuJoCo us':>10}"
+          f"{'ours/MJ':>8}{'RTF ours':>9}{'RTF MJ':>8}  link 6 moved: ours | MuJoCo (m)"
+          "   [MJ contacts]")
     for name in PAPER_PRESETS:
         gait = PRESETS[name]
         p = SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y)
         mu = 0.5 * (gait.mu_x + gait.mu_y)
-        for dt in (0.00025, 0.001):
-            ours, end_o, _ = run_ours(p, gait, dt, a.duration)
+        for dt in (d * 1e-3 for d in a.dt):
             mj, end_m, ncon = run_mujoco(p, gait, dt, a.duration, mu)
-            print(f"{name:<32}{dt * 1e3:>6.2f}{ours:>9.1f}{mj:>10.1f}{ours / mj:>8.2f}"
-                  f"{dt * 1e6 / ours:>9.2f}{dt * 1e6 / mj:>8.2f}  "
-                  f"({end_o[0]:+.3f}, {end_o[1]:+.3f}) | ({end_m[0]:+.3f}, {end_m[1]:+.3f})"
-                  f"   [{ncon:.1f}]")
+            for drive in ("implicit", "explicit"):
+                ours, end_o, _ = run_ours(p, gait, dt, a.duration, drive)
+                if ours != ours:  # NaN: diverged
+                    print(f"{name:<32}{dt * 1e3:>6.2f}{drive:>9}{'diverges':>9}{mj:>10.1f}")
+                    continue
+                print(f"{name:<32}{dt * 1e3:>6.2f}{drive:>9}{ours:>9.1f}{mj:>10.1f}"
+                      f"{ours / mj:>8.2f}{dt * 1e6 / ours:>9.2f}{dt * 1e6 / mj:>8.2f}  "
+                      f"({end_o[0]:+.3f}, {end_o[1]:+.3f}) | ({end_m[0]:+.3f}, "
+                      f"{end_m[1]:+.3f})   [{ncon:.1f}]", flush=True)
 
 
 if __name__ == "__main__":

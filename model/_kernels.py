@@ -306,25 +306,29 @@ def drive_rows(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, dt, sigma, WJ, comp, bo):
     """The PD drives (68)-(69) integrated implicitly: two rows per joint in the
     chain's direct solve, beside its four constraint rows.
 
-    A drive's torque over the step is taken at the end of the step,
-    t = K_p (alpha_M + dt/2 alphadot_E - alpha_r) + K_d (alphadot_E - alphadot_r)
-    with alpha_M the joint angle (65)-(66) at the midpoint q_M and alphadot_E
-    = w^T u_E its rate at the end (w: the drive's row; alphadot_h =
-    y_i . (omega_{i+1} - omega_i), alphadot_v = x_{i+1} . (omega_{i+1} -
-    omega_i), exact where g_Jphi = 0). Its impulse lambda = -dt t is then
-    lambda = -gamma w^T u_E - c, gamma = dt (K_d + dt K_p / 2),
-    c = dt (K_p (alpha_M - alpha_r) - K_d alphadot_r): a compliant bilateral
+    A drive's torque over the step is taken at a weighted angle and rate,
+    t = K_p (alpha_s - alpha_r) + K_d (alphadot_s - alphadot_r) with
+    alpha_s = alpha_A + sigma (alpha_E - alpha_A) and alphadot_s =
+    (1 - sigma) alphadot_A + sigma alphadot_E, where, in the midpoint scheme
+    (72)-(83), alpha_A = alpha_M - dt/2 alphadot_A and alpha_E = alpha_M +
+    dt/2 alphadot_E; alpha_M is the joint angle (65)-(66) at q_M, alphadot =
+    w^T u the joint's rate (w: the drive's row; alphadot_h = y_i .
+    (omega_{i+1} - omega_i), alphadot_v = x_{i+1} . (omega_{i+1} - omega_i),
+    exact where g_Jphi = 0). The drive's impulse lambda = -dt t is then
+    lambda = -gamma w^T u_E - c, gamma = sigma dt (K_d + dt K_p / 2),
+    c = dt (K_p (alpha_M - (1 - sigma) dt/2 alphadot_A - alpha_r)
+    + K_d ((1 - sigma) alphadot_A - alphadot_r)): a compliant bilateral
     constraint w^T u_E + lambda / gamma + c / gamma = 0, solved with the joint's
     own (84) rows. Its compliance 1/gamma adds to G_J's diagonal, c/gamma to
     the right-hand side b. The generalised force directions w are those of the
-    torque pairs of (62)-(64): tau_C = -sum w t (see control_torques), so the
-    explicit law is recovered as gamma -> 0 with c fixed. Unconditionally stable
-    in the drive (a spring taken at the step's end position).
+    torque pairs of (62)-(64): tau_C = -sum w t (see control_torques).
+    sigma = 1 takes the end of the step, sigma = 1/2 the trapezoidal rule; for
+    a linear spring the step is stable for any dt when sigma >= 1/2.
 
-    Writes WJ[:, :, 4:6] (Rs: rotations at q_M, refs (nJ, 4)), comp (nJ, 6) the
-    compliance on the diagonal (zero on the four constraint rows) and bo (nJ, 6)
-    the offset of b. A drive with K_p = K_d = 0 gets a zero row and unit
-    compliance: no impulse."""
+    Writes WJ[:, :, 4:6] (Rs: rotations at q_M, u (n, 6) the velocities u_A,
+    refs (nJ, 4)), comp (nJ, 6) the compliance on the diagonal (zero on the
+    four constraint rows) and bo (nJ, 6) the offset of b. A drive with
+    K_p = K_d = 0 gets a zero row and unit compliance: no impulse."""
     nj = WJ.shape[0]
     for i in range(nj):
         # Rr = R_i^T R_{i+1} (63); alpha_h, alpha_v (65)-(66)

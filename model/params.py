@@ -156,17 +156,31 @@ class SolverParams:
     velocity units, ``|P - prox(P - r gamma)| / r <= u_tol`` (m/s): a sinking
     speed, slip speed or misalignment of the sliding direction below u_tol. The
     contact impulses are not unique (the problem is rank deficient), the
-    velocities are, so this is the criterion that ends most steps.
+    velocities are, so this is the criterion that ends most steps. 1 um/s by
+    default: 1e-8 took 2-4 times the sweeps, and the paths it gives differ
+    from those of 1e-6 by no more than a tenfold tighter tolerance changes
+    them again (benchmarks/timestep_study.py).
 
     ``active_tol`` (m) is the gap below which a contact is taken as closed (49).
     A literal ``g_N <= 0`` lets resting contacts drop out on round-off (gaps of
     +-1e-17), and so does any tolerance below the lift that the solver's own
-    velocity tolerance allows in a step (u_tol dt, 2.5e-12 m): a contact dropping
-    out for one step lets its sphere fall about 1e-7 m. A closed contact only acts
-    against approach (velocity-level law), so 1 nm costs nothing.
+    velocity tolerance allows in a step (u_tol dt, 1e-9 m at 1 ms): a contact
+    dropping out for one step lets its sphere fall. A closed contact only acts
+    against approach (velocity-level law), so 10 nm costs nothing.
+
+    ``drive`` (:data:`DRIVES`): the PD drives (68)-(69) explicit, as the paper,
+    or implicit (default): each drive's torque taken at
+    ``alpha_A + drive_weight (alpha_E - alpha_A)`` and the same weighting of
+    its rates, solved with the joints. A weight of 1 takes the end of the step
+    (damps the drive's fastest modes most), 0.5 the trapezoidal rule (no
+    numerical damping, but stiff modes ring); 0.6 between them. ``dt`` 0.5 ms:
+    the largest step whose paths stay as close to the paper's step as that step's
+    own paths stay to themselves when it is halved or its tolerance tightened
+    (benchmarks/timestep_study.py, README); the paper's 0.25 ms with explicit
+    drives is ``SolverParams(dt=0.00025, drive="explicit")``.
     """
 
-    dt: float = 0.00025
+    dt: float = 0.0005
     solver: str = "sor"
     alpha: float | None = None
     r_N: float = 0.1

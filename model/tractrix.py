@@ -33,15 +33,15 @@ def tractrix_tail(head, target, tail) -> np.ndarray:
     hx, hy, hz = head
     S = (target[0] - hx, target[1] - hy, target[2] - hz)
     T = (tail[0] - hx, tail[1] - hy, tail[2] - hz)
-    s = math.sqrt(S[0] * S[0] + S[1] * S[1] + S[2] * S[2])
-    L = math.sqrt(T[0] * T[0] + T[1] * T[1] + T[2] * T[2])
+    s = math.hypot(*S)   # hypot scales: a move of 1e-162 m still gives a unit X
+    L = math.hypot(*T)
     if s == 0.0:
         return np.array(tail, dtype=float)
     X = (S[0] / s, S[1] / s, S[2] / s)                       # step 3: X_r along S
     x0 = X[0] * T[0] + X[1] * T[1] + X[2] * T[2]
     # step 4-5: Y_r = Z_r x X_r is T's component normal to S, normalised
     ny = (T[0] - x0 * X[0], T[1] - x0 * X[1], T[2] - x0 * X[2])
-    y0 = math.sqrt(ny[0] * ny[0] + ny[1] * ny[1] + ny[2] * ny[2])
+    y0 = math.hypot(*ny)
     if y0 <= 1e-12 * L:          # along the path: the tractrix degenerates to a translation
         return np.array((tail[0] + S[0], tail[1] + S[1], tail[2] + S[2]))
     Y = (ny[0] / y0, ny[1] / y0, ny[2] / y0)
