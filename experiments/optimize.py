@@ -233,11 +233,12 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
                        mu: Sequence[float] = (), robust: str = "worst", n: int = 11,
                        max_duty: float = 0.8, dt: float | None = None,
                        max_lift: float = 0.12, backlash_deg: float | None = None,
-                       servo: str = "module") -> dict:
+                       servo: str = "module", drive: str | None = None) -> dict:
     """One candidate: feasibility, simulation on each friction, the measures
     (module docstring). A dict with the keys of HISTORY_KEYS that concern it
     (feasible, speed_m_s, cot, work_J, distance_m, violation, reason, wall_s)
-    and ``speed@MU`` / ``cot@MU`` per friction."""
+    and ``speed@MU`` / ``cot@MU`` per friction. ``dt`` and ``drive`` replace
+    the model's time step and drive integration (SolverParams)."""
     w0 = time.perf_counter()
     row = {"feasible": False, "speed_m_s": math.nan, "cot": math.nan, "work_J": math.nan,
            "distance_m": math.nan, "violation": 0.0, "reason": ""}
@@ -265,6 +266,8 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
         solver = SolverParams() if backlash_deg is None else SolverParams(**PLANT_SOLVER)
         if dt is not None:
             solver = replace(solver, dt=dt)
+        if drive is not None:
+            solver = replace(solver, drive=drive)
         try:
             model = SnakeModel(SnakeParams(**kw), solver)
             with warnings.catch_warnings():

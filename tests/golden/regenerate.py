@@ -16,6 +16,9 @@ CASES = {
                              "--slope", "15", "--links", "3"],
     "drop_orthotropic_0.3s.csv": ["simulate", "lateral-undulation-orthotropic", "--duration",
                                   "0.3", "--rate", "20", "--height", "0.02", "--links", "5"],
+    "sidewinding_paper_step_0.5s.csv": ["simulate", "sidewinding", "--duration", "0.5",
+                                        "--rate", "20", "--drive", "explicit", "--dt",
+                                        "0.00025"],
 }
 
 if __name__ == "__main__":
