@@ -194,11 +194,12 @@ class _Objective:
 
 def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, start=None,
                servo: str | None = None, u_tol: float | None = None,
-               max_iter: int | None = None, method: str = "nelder-mead", budget: int = 60,
+               max_iter: int | None = None, dt: float | None = None,
+               method: str = "nelder-mead", budget: int = 60,
                executor=None, progress=None) -> FitResult:
     """Fit ``names`` (see the module docstring) to the trials ``inputs``.
     ``start``: initial values (default: the trials' own, backlash 2 deg,
-    delay 0); ``servo``, ``u_tol``, ``max_iter``: fixed replay settings;
+    delay 0); ``servo``, ``u_tol``, ``max_iter``, ``dt``: fixed replay settings;
     ``budget``: evaluations at most; ``progress(evaluations, best)``."""
     if not inputs:
         raise FitError("no trials to fit")
@@ -211,7 +212,7 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
     for n, v in start.items():
         lo, hi = bounds[n]
         start[n] = min(max(v, lo), hi)
-    options = {"servo": servo, "u_tol": u_tol, "max_iter": max_iter}
+    options = {"servo": servo, "u_tol": u_tol, "max_iter": max_iter, "dt": dt}
     obj = _Objective(inputs, names, bounds, {}, options, executor)
     w0 = time.perf_counter()
     e0 = obj.error(dict(start), obj.paths([dict(start)])[0], profile=False)
