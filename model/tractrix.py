@@ -33,11 +33,15 @@ def tractrix_tail(head, target, tail) -> np.ndarray:
     hx, hy, hz = head
     S = (target[0] - hx, target[1] - hy, target[2] - hz)
     T = (tail[0] - hx, tail[1] - hy, tail[2] - hz)
-    s = math.hypot(*S)   # hypot scales: a move of 1e-162 m still gives a unit X
+    s = math.hypot(*S)
     L = math.hypot(*T)
     if s == 0.0:
         return np.array(tail, dtype=float)
-    X = (S[0] / s, S[1] / s, S[2] / s)                       # step 3: X_r along S
+    # step 3: X_r along S (a subnormal S scaled up by a power of two first,
+    # exactly, so that X is a unit vector to rounding)
+    k = 2.0 ** 600 if s < 1e-150 else 1.0
+    sk = math.hypot(S[0] * k, S[1] * k, S[2] * k)
+    X = (S[0] * k / sk, S[1] * k / sk, S[2] * k / sk)
     x0 = X[0] * T[0] + X[1] * T[1] + X[2] * T[2]
     # step 4-5: Y_r = Z_r x X_r is T's component normal to S, normalised
     ny = (T[0] - x0 * X[0], T[1] - x0 * X[1], T[2] - x0 * X[2])

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aiko.model.tractrix import chain_points, drag_along, resolve_tractrix, tractrix_tail
@@ -58,6 +58,8 @@ def test_a_link_along_the_path_translates_and_a_still_head_moves_nothing():
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 40), finite, finite, st.floats(-0.2, 0.2))
+@example(seed=0, n=1, dx=0.0, dy=0.0, dz=3.646324177184393e-162)   # |S|^2 underflows
+@example(seed=1, n=1, dx=0.0, dy=2.2250738585e-313, dz=2.2250738585e-313)   # subnormal S
 def test_resolution_keeps_lengths_hits_the_target_and_dies_out_toward_the_tail(
         seed, n, dx, dy, dz):
     P = random_chain(seed, n)
