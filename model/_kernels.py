@@ -348,33 +348,36 @@ def drive_rows(Rs, u, refs, K_hp, K_hd, K_vp, K_vd, dt, sigma, WJ, comp, bo):
             comp[i, k] = 0.0
             bo[i, k] = 0.0
         # horizontal drive about y_i: link i -e_y (in B_i), link i+1 Rr^T e_y
-        g = sigma * dt * (K_hd + 0.5 * dt * K_hp)
-        if g > 0.0:
+        wA = -u[i, 4] + r10 * u[i + 1, 3] + r11 * u[i + 1, 4] + r12 * u[i + 1, 5]
+        on, comp[i, 4], bo[i, 4] = _drive_terms(K_hp, K_hd, dt, sigma, a_h, wA, refs[i, 0],
+                                                refs[i, 2])
+        if on:
             WJ[i, 4, 4] = -1.0
             WJ[i, 9, 4] = r10
             WJ[i, 10, 4] = r11
             WJ[i, 11, 4] = r12
-            wA = -u[i, 4] + r10 * u[i + 1, 3] + r11 * u[i + 1, 4] + r12 * u[i + 1, 5]
-            comp[i, 4] = 1.0 / g
-            bo[i, 4] = dt * (K_hp * (a_h - (1.0 - sigma) * 0.5 * dt * wA - refs[i, 0])
-                             + K_hd * ((1.0 - sigma) * wA - refs[i, 2])) / g
-        else:
-            comp[i, 4] = 1.0
-            bo[i, 4] = 0.0
         # vertical drive about x_{i+1}: link i -Rr e_x, link i+1 e_x (in B_{i+1})
-        g = sigma * dt * (K_vd + 0.5 * dt * K_vp)
-        if g > 0.0:
+        wA = -r00 * u[i, 3] - r10 * u[i, 4] - r20 * u[i, 5] + u[i + 1, 3]
+        on, comp[i, 5], bo[i, 5] = _drive_terms(K_vp, K_vd, dt, sigma, a_v, wA, refs[i, 1],
+                                                refs[i, 3])
+        if on:
             WJ[i, 3, 5] = -r00
             WJ[i, 4, 5] = -r10
             WJ[i, 5, 5] = -r20
             WJ[i, 9, 5] = 1.0
-            wA = -r00 * u[i, 3] - r10 * u[i, 4] - r20 * u[i, 5] + u[i + 1, 3]
-            comp[i, 5] = 1.0 / g
-            bo[i, 5] = dt * (K_vp * (a_v - (1.0 - sigma) * 0.5 * dt * wA - refs[i, 1])
-                             + K_vd * ((1.0 - sigma) * wA - refs[i, 3])) / g
-        else:
-            comp[i, 5] = 1.0
-            bo[i, 5] = 0.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _drive_terms(K_p, K_d, dt, sigma, alpha, rate_A, ref, ref_rate):
+    """One drive row's (has gains, compliance 1/gamma, offset c/gamma) of
+    :func:`drive_rows`; (False, 1, 0) for a drive without gains (its row stays
+    zero: no impulse)."""
+    g = sigma * dt * (K_d + 0.5 * dt * K_p)
+    if not g > 0.0:
+        return False, 1.0, 0.0
+    c = dt * (K_p * (alpha - (1.0 - sigma) * 0.5 * dt * rate_A - ref)
+              + K_d * ((1.0 - sigma) * rate_A - ref_rate))
+    return True, 1.0 / g, c / g
 
 
 @njit(cache=True, error_model="numpy")
