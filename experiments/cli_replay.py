@@ -29,15 +29,15 @@ def add_model_options(p) -> None:
     g.add_argument("--servo", choices=("module", "ideal"), default=None,
                    help="the modules' duty-limited servo, or ideal motors (default ideal)")
     g.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
-                   help="time step, s (default 0.00025)")
+                   help="time step, s (default: the model's, 0.0005)")
     add_solver_options(g)
 
 
 def add_solver_options(g) -> None:
     """The replays' solver settings (``aiko replay``, ``aiko fit``)."""
     g.add_argument("--u-tol", type=positive("u-tol"), default=None, metavar="M_S",
-                   help="solver tolerance, m/s (default 1e-8; the realistic simulated Aiko "
-                        "ran 1e-7)")
+                   help="solver tolerance, m/s (default: the model's, 1e-6; the realistic "
+                        "simulated Aiko runs 1e-7)")
     g.add_argument("--max-iter", type=positive("max-iter"), default=None, metavar="N",
                    help="solver sweeps per step at most (default 500; the realistic "
                         "simulated Aiko ran 100)")

@@ -54,10 +54,12 @@ class PlantParams:
     (None: the trial's); seed: of the noise; u_tol, max_iter: the contact
     solver's velocity tolerance and iteration cap for the plant's physics
     (:class:`~aiko.model.SolverParams`): the robot's stand-in needs no 1e-8 m/s
-    agreement, and with the free play the soft start takes up to 500 sweeps per
-    step at the model's settings (the realistic plant then falls 0.8 s behind
-    real time); 1e-7 m/s and 100 sweeps run the same first 3 s 2.4x faster
-    with link 6 within 0.1 mm. :meth:`ideal` uses the model's own settings.
+    agreement, and with the free play the soft start took up to 500 sweeps per
+    step at 1e-8 m/s (the realistic plant then fell 0.8 s behind real time);
+    1e-7 m/s and 100 sweeps ran the same first 3 s 2.4x faster with link 6
+    within 0.1 mm. The model's default is now 1e-6 m/s (with implicit drives
+    at 0.5 ms); the plant keeps the 1e-7 it was validated with. :meth:`ideal`
+    uses the model's own settings.
     """
 
     backlash_deg: float = 4.0
