@@ -6,7 +6,10 @@ diagonal M (47)-(48), h, tau_C (62)-(64). The step follows (72)-(93) with the
 known corrections: the first half step (72) is explicit in q_A; the bilateral
 impulses solve gamma_JE = W_J^T u_E = 0,
 P_J = -G_J^-1 W_J^T [u_A + M^-1 (h dt + S + tau_C dt)] with
-G_J = W_J^T M^-1 W_J (the sign of (84) corrected); (24) uses r_GiCRi.
+G_J = W_J^T M^-1 W_J (the sign of (84) corrected); (24) uses r_GiCRi. With
+implicit drives (the default) tau_C leaves the free velocity and the drives'
+rows W_D (:func:`reference_drive_rows`) join W_J, with their compliance on
+G_J's diagonal and their offset beside W_J^T [...].
 
 Slow (dense linear algebra in Python); never used by the simulator itself.
 """
