@@ -42,9 +42,6 @@ SOLVER_CODES = {"newton": 0, "jor": 1, "sor": 2}
 CONTACT_CODES = {"hard": 0, "compliant": 1}
 PROJECTION_CODES = {"link1": 0, "com": 1}
 DRIVE_CODES = {"explicit": 0, "implicit": 1}
-DRIVE_ROWS = {"explicit": 4, "implicit": 6}
-"""Rows per joint in the chain's direct solve: the cardan joint's four
-constraints, and with implicit drives its two drive rows."""
 
 _TINY = 1e-300
 
@@ -1060,9 +1057,9 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
     The PD drives (68)-(69) enter explicitly (as the paper: tau_C at q_M and
-    u_A in the free velocity) or implicitly (:func:`drive_rows`: two more rows
-    per joint in the direct solve), as WJ's last dimension says (4 or 6 rows,
-    :data:`DRIVE_ROWS`; WJ, Ld, Ls, jwork and ws sized for it).
+    u_A in the free velocity, the two drive rows inert, :func:`_inert_drive_rows`)
+    or implicitly (:func:`drive_rows`), as sol's ``drive`` says. WJ, Ld, Ls,
+    jwork and ws have NR = 6 rows per joint either way.
 
     Returns (iterations, converged, work): work is the drives' positive
     mechanical work over the step, J (explicit: each motor's power of
@@ -1186,7 +1183,7 @@ def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iter
 @njit(cache=True, error_model="numpy")
 def _workspace(n, nr):
     """Scratch arrays of _step for n links and nr rows per joint
-    (:data:`DRIVE_ROWS`), in the order they are unpacked: the chain's
+    (:data:`aiko.model._chain.NR`), in the order they are unpacked: the chain's
     eliminations D, E, FL, DR, FR (nJ, nr, nr); the joints' right-hand sides
     b, bL, bR, xJ (nJ, nr); each link's gains H (n, 6, 2 nr) and K (n, 6, 6);
     the links touching the ground lk (n,), their contacts cs (n, 2) and counts
