@@ -3,11 +3,12 @@
 The joint impulses P_J solve G_J P_J = -b with b = W_J^T v, v (6n,) the velocity
 the links would have without them (84). G_J = W_J^T M^-1 W_J is block
 tridiagonal: D_i (joint i with itself) and E_i (joints i and i+1 through their
-shared link i+1), r x r blocks with r the rows per joint: the cardan joint's
-four constraints (39)-(41), and with implicit drives its two drive rows (see
-:func:`aiko.model._kernels.drive_rows`), whose compliance adds to D_i's
-diagonal and whose offset adds to b. Every function reads r from its arrays'
-shapes. Eliminating it from both ends of the chain,
+shared link i+1), r x r blocks with r = NR = 6 rows per joint: the cardan
+joint's four constraints (39)-(41) and its two drive rows (see
+:func:`aiko.model._kernels.drive_rows`; inert with explicit drives), whose
+compliance adds to D_i's diagonal and whose offset adds to b. r is a constant
+so that numba unrolls the blocks' loops. Eliminating it from both ends of the
+chain,
 
     DL_0 = D_0,        DL_i = D_i - FL_i E_{i-1},   FL_i = E_{i-1}^T DL_{i-1}^-1
     DR_m = D_m,        DR_i = D_i - FR_i E_i^T,     FR_i = E_i DR_{i+1}^-1
