@@ -53,7 +53,11 @@ def add_parser(sub) -> None:
                    help="start at rest laid along a curve: [curve] polyline = [[x, y], ...], "
                         "arc = {center, radius, start_deg, direction} or gait = true "
                         "(every joint on the curve, the head at its start)")
-    s.add_argument("--out", type=Path, metavar="FILE.csv", help="write samples as CSV")
+    s.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor: a scene file ([[peg]] x, y, radius, mu; "
+                        "[[step]] x0, height, mu) or a preset (pegs-grid)")
+    s.add_argument("--out", type=Path, metavar="FILE.csv",
+                   help="write samples as CSV (and the scene beside it, FILE.scene.toml)")
     s.add_argument("--figure", type=Path, metavar="FILE.png",
                    help="draw link 6's x(t), y(t) and path (the figure of trials and replays)")
     s.set_defaults(func=cmd_simulate)
@@ -79,7 +83,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     solver = SolverParams(solver=args.solver, drive=args.drive)
     if args.dt is not None:
         solver = solver.with_(dt=args.dt)
-    model = SnakeModel(params, solver)
+    from .scene_file import load_scene, write_scene_beside
+    scene = load_scene(args.scene)
+    model = SnakeModel(params, solver, scene)
     state = None
     if args.start_curve is not None:
         from .start_curve import load_start_curve, start_q
@@ -104,13 +110,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ArgError(f"aiko simulate: cannot write {args.out}: {exc.strerror}") from exc
         print(f"wrote {res.t.size} rows to {args.out}")
+        try:
+            beside = write_scene_beside(args.out, scene)
+        except OSError as exc:
+            raise ArgError(f"aiko simulate: cannot write the scene beside {args.out}: "
+                           f"{exc.strerror}") from exc
+        if beside is not None:
+            print(f"scene: {beside}")
     link = min(LINK_OF_INTEREST, params.n)
     if args.figure is not None:
         from .compare import Paths, comparison_figure
 
         fig = comparison_figure(Paths(np.zeros(0), np.zeros((0, 3)), res.t, res.link(link)),
                                 f"{gait.name} on the model ({params.n} links, mu_x {mu_x:g}, "
-                                f"mu_y {mu_y:g}), link {link}")
+                                f"mu_y {mu_y:g}), link {link}", scene=scene,
+                                snake=res.final_state.q[:, :2])
         try:
             fig.savefig(args.figure, dpi=110)
         except OSError as exc:
@@ -121,7 +135,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     st = res.stats
     print(f"gait {gait.name}: {params.n} links, mu_x {mu_x:g}, mu_y {mu_y:g}, "
           f"slope {args.slope:g} deg, solver {args.solver}, dt {model.dt:g} s, "
-          f"{args.drive} drives")
+          f"{args.drive} drives" + ("" if scene.empty else f"; {scene.describe()}"))
     print(f"link {link}: start ({p0[0]:+.4f}, {p0[1]:+.4f}, {p0[2]:+.4f}) m, "
           f"end ({p1[0]:+.4f}, {p1[1]:+.4f}, {p1[2]:+.4f}) m, "
           f"moved ({d[0]:+.4f}, {d[1]:+.4f}) m, distance {math.hypot(d[0], d[1]):.4f} m")
@@ -129,6 +143,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     moved = math.hypot(*(c[-1, :2] - c[0, :2]))
     print(f"drive work {st.work:.3f} J (the motors' positive mechanical work), centre of mass "
           f"moved {moved:.4f} m, cost of transport {res.cost_of_transport():.3g}")
+    if not scene.empty:
+        gp, gs = model.obstacle_gaps(res.final_state)
+        deepest = min([model.contact_gaps(res.final_state).min(), *gp.ravel(), *gs.ravel()])
+        print(f"obstacles: {int(res.final_state.active[2 * params.n:].sum())} contacts at the "
+              f"end; deepest gap to floor or obstacle {1000 * deepest:+.3f} mm")
     print(f"steps {st.steps}, solver iterations mean {st.mean_iterations:.1f} max "
           f"{st.max_iterations}, unconverged steps {st.unconverged}")
     print(f"wall {res.wall_time:.2f} s, {res.us_per_step:.1f} us/step, "

@@ -115,10 +115,13 @@ def compare_paths(paths: Paths) -> dict:
 
 
 def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
-                      model_label: str = "model"):
+                      model_label: str = "model", scene=None, snake=None):
     """A matplotlib Figure: x(t) and y(t) of link 6 on the left, the (x, y) path
     on the right; experiment solid, model dashed; start and end marked. With
-    no experiment samples (``aiko simulate``) only the model is drawn."""
+    no experiment samples (``aiko simulate``) only the model is drawn.
+    ``scene`` (:class:`aiko.model.scene.Scene`): its pegs and steps drawn in
+    the path's panel (the panel widens to hold the pegs near the path);
+    ``snake`` (n, 2): the links' centres at the end, drawn as a line."""
     from matplotlib.figure import Figure
 
     te, pe = _clean(paths.t_experiment, paths.p_experiment)
@@ -151,6 +154,12 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
         if p.shape[0]:
             ax_p.plot(*p[0, :2], "o", color=color, ms=7, mfc="white", mew=2)
             ax_p.plot(*p[-1, :2], "s", color=color, ms=7)
+    if snake is not None:
+        ax_p.plot(snake[:, 0], snake[:, 1], "-o", color="0.45", ms=3, lw=1.2,
+                  label="snake at the end")
+    if scene is not None and not scene.empty:
+        _draw_scene(ax_p, scene, np.vstack([p[:, :2] for p in (pe, pm) if p.shape[0]]
+                                           + ([snake] if snake is not None else [])))
     ax_p.plot([], [], "o", color="0.3", mfc="white", mew=2, label="start", ls="none")
     ax_p.plot([], [], "s", color="0.3", label="end", ls="none")
     ax_p.set_xlabel("x [m]")
@@ -170,6 +179,37 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
         title = f"{title}\n{text}"
     fig.suptitle(title, fontsize=11)
     return fig
+
+
+def _draw_scene(ax, scene, near: np.ndarray, margin: float = 0.35) -> None:
+    """Pegs as filled circles and steps as hatched bands rising to +x, those
+    within ``margin`` (m) of the points ``near`` (k, 2)."""
+    from matplotlib.patches import Circle, Rectangle
+
+    lo = near.min(axis=0) - margin if near.size else np.array([-1.0, -1.0])
+    hi = near.max(axis=0) + margin if near.size else np.array([1.0, 1.0])
+    first = True
+    for peg in scene.pegs:
+        if lo[0] <= peg.x <= hi[0] and lo[1] <= peg.y <= hi[1]:
+            ax.add_patch(Circle((peg.x, peg.y), peg.radius, color="#6b8e23", alpha=0.75,
+                                label="peg" if first else None))
+            first = False
+    level = 0.0
+    steps = sorted(scene.steps, key=lambda s: s.x0)
+    for k, st in enumerate(steps):
+        level += st.height
+        x1 = steps[k + 1].x0 if k + 1 < len(steps) else hi[0]
+        if st.x0 > hi[0]:
+            break
+        ax.add_patch(Rectangle((st.x0, lo[1]), max(x1 - st.x0, 0.0), hi[1] - lo[1],
+                               facecolor="#b08968", alpha=0.12 + 0.1 * min(k, 3),
+                               edgecolor="#7f5539", hatch="//", lw=0.0,
+                               label="step" if k == 0 else None))
+        ax.axvline(st.x0, color="#7f5539", lw=1.2)
+        ax.annotate(f"+{100 * level:g} cm", (st.x0, hi[1]), xytext=(3, -12),
+                    textcoords="offset points", fontsize=8, color="#7f5539")
+    ax.update_datalim(np.array([lo, hi]))
+    ax.autoscale_view()
 
 
 def save_comparison(trial_path: Path, paths: Paths, title: str,

@@ -671,7 +671,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     number of links touching the ground (listed in order in lk, their contacts
     in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo) = ws
+     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
@@ -684,6 +684,9 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
             if active[c]:
                 cs[nl, cnt] = c
                 cnt += 1
+        for s in range(ocount[l]):  # obstacles: W filled by _obstacle_contacts
+            cs[nl, cnt] = oc[l, s]
+            cnt += 1
         if cnt == 0:
             continue
         lk[nl] = l
@@ -699,8 +702,8 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
         link_block(l, WJ, minv[l], Ld, Ls, DR, H[l], K[l], Q, Qf, Y)
         for ci in range(cnt):
             c = cs[t, ci]
-            side = 1.0 if c < n else -1.0
-            contact_jacobian(Rs[l], side, L_SC, L_GS, Wc[c])
+            if c < 2 * n:
+                contact_jacobian(Rs[l], 1.0 if c < n else -1.0, L_SC, L_GS, Wc[c])
             # diagonal of the Delassus matrix W^T A W of this contact
             for grp in range(3):
                 k0, k1 = _group_cols(grp)
@@ -748,7 +751,7 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
 
 @njit(cache=True, error_model="numpy")
 def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs, ccount, rr,
-               gA, Pnew, sv):
+               gA, Pnew, sv, cmu):
     """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
     rear sphere; normal, friction, rolling, the velocities following each
     projection, Gehring et al. after (19)), with the joints' impulses exact at
@@ -759,9 +762,6 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
     sweep are those of its first passes. O(n + contacts) per sweep. Returns
     (sweeps, converged). One call per step: every call of a compiled function
     updates the reference counts of its array arguments."""
-    mu_x = par[13]
-    mu_y = par[14]
-    mu_V = par[15]
     e_N = par[16]
     passes = int(sol[14])
     ul = sv[0]
@@ -795,7 +795,8 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
                             for j in range(6):
                                 g += Wc[c, j, k] * ul[j]
                             gam[k] = g
-                        _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, mu_x, mu_y, mu_V, Pnew)
+                        _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1],
+                                      cmu[c, 2], Pnew)
                         moved = False
                         for j in range(6):
                             w[j] = 0.0
@@ -838,13 +839,10 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
 
 @njit(cache=True, error_model="numpy")
 def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccount, rr, gA,
-                  Pnew, sv):
+                  Pnew, sv, cmu):
     """One Jacobi sweep: every contact's prox from the same velocities (the
     joints' impulses solved once, O(n)), then all impulses updated. Returns
     (residual, impulse test passed, change norm of (93))."""
-    mu_x = par[13]
-    mu_y = par[14]
-    mu_V = par[15]
     e_N = par[16]
     nj = WJ.shape[0]
     ul = sv[0]
@@ -874,7 +872,8 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
                     g += Wc[c, j, k] * ul[j]
                 gam[k] = g
             for grp in range(3):
-                _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, mu_x, mu_y, mu_V, Pnew)
+                _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1], cmu[c, 2],
+                                      Pnew)
     res = 0.0
     imp_ok = True
     d_n = 0.0
@@ -1052,8 +1051,164 @@ def _compliant_impulses(qM, u, P, active, par, sol, Rs, WJ, Ld, Ls, minv, bo, uf
     return it, converged
 
 
+# --------------------------------------------------------------------------
+# obstacles: pegs and steps (aiko.model.scene)
+# --------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy", inline="always")
+def _count_below(rows, x, strict):
+    """How many rows have rows[k, 0] < x (strict) or <= x: bisection on a
+    column sorted ascending."""
+    lo = 0
+    hi = rows.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rows[mid, 0] < x or (not strict and rows[mid, 0] == x):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True, error_model="numpy")
-def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwork, ws):
+def ground_level(steps, x):
+    """The ground's height at x, m: the level above the last step with
+    x0 <= x (steps (ns, 4) = [x0, level below, level above, mu], sorted)."""
+    k = _count_below(steps, x, False)
+    return steps[k - 1, 2] if k > 0 else 0.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _obstacle_columns(W, R, n0, n1, n2, t0, t1, t2, s0, s1, s2, r0, r1, r2):
+    """An obstacle contact's W (6, 5): normal n, friction directions t and s
+    (spanning the obstacle's tangent plane) at the contact point r from G
+    (world frame), as (17)-(18), (21)-(22); no rolling columns."""
+    _set_column(W, 0, R, n0, n1, n2, r0, r1, r2, True)
+    _set_column(W, 1, R, t0, t1, t2, r0, r1, r2, True)
+    _set_column(W, 2, R, s0, s1, s2, r0, r1, r2, True)
+    for j in range(6):
+        W[j, 3] = 0.0
+        W[j, 4] = 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount):
+    """The obstacle contacts closed at the midpoint qM (the active set (49)
+    with ``active_tol``), their W (6, 5) into Wc and friction into cmu, each
+    link's list into oc/ocount (cleared first, with the active flags of the
+    last step's list). Returns how many closed. scene = (pegs, steps, rmax).
+
+    Contact slots after the 2n spheres on the ground: link l against peg k is
+    2n + l np + k; sphere c (as g_N's rows) against step k is
+    2n + n np + c ns + k.
+
+    Peg k (axis (x_k, y_k) vertical, radius r_k) against link l's body, the
+    capsule of radius L_SC about the segment G + s z_B, |s| <= L_GS: the
+    segment's point closest to the axis (its horizontal projection closest to
+    (x_k, y_k)), gap g = d - L_SC - r_k with d its horizontal distance, normal
+    n the horizontal unit vector from the axis to it; the contact point lies
+    at L_SC against n from that point; friction along e_z x n and e_z,
+    isotropic.
+
+    Step k (riser at x0 from the level below to the level above) against a
+    sphere whose centre o lies before it (o_x < x0, within L_SC + active_tol):
+    the riser's point closest to o (its top end is the edge), gap |o - Q| -
+    L_SC, normal (o - Q) / |o - Q| (horizontal on the riser, slanted on the
+    edge); friction along e_y and n x e_y. The step's top face is the
+    ground's contact at the level under the sphere's centre (see _step).
+
+    Broad phase: pegs and steps are sorted by x, and bisection finds those
+    within a link's reach; far obstacles cost nothing."""
+    n = qM.shape[0]
+    pegs = scene[0]
+    steps = scene[1]
+    rmax = scene[2]
+    npg = pegs.shape[0]
+    ns = steps.shape[0]
+    L_SC = par[1]
+    L_GS = par[2]
+    tol = sol[11]
+    cold = sol[13] < 0.5
+    for l in range(n):
+        for s in range(ocount[l]):
+            active[oc[l, s]] = False
+        ocount[l] = 0
+    found = 0
+    for l in range(n):
+        R = Rs[l]
+        zx = R[0, 2]
+        zy = R[1, 2]
+        zz = R[2, 2]
+        gx = qM[l, 0]
+        gy = qM[l, 1]
+        gz = qM[l, 2]
+        cnt = 0
+        if npg > 0:
+            reach = L_SC + rmax + tol
+            ex = L_GS * abs(zx) + reach
+            ey = L_GS * abs(zy) + reach
+            zh2 = zx * zx + zy * zy
+            k = _count_below(pegs, gx - ex, True)
+            while k < npg and pegs[k, 0] <= gx + ex:
+                dx0 = gx - pegs[k, 0]
+                dy0 = gy - pegs[k, 1]
+                if abs(dy0) <= ey:
+                    s = 0.0
+                    if zh2 > 1e-24:
+                        s = min(L_GS, max(-L_GS, -(dx0 * zx + dy0 * zy) / zh2))
+                    hx = dx0 + s * zx
+                    hy = dy0 + s * zy
+                    d = math.sqrt(hx * hx + hy * hy)
+                    if d - L_SC - pegs[k, 2] <= tol:
+                        nx = 1.0
+                        ny = 0.0
+                        if d > 0.0:
+                            nx = hx / d
+                            ny = hy / d
+                        c = 2 * n + l * npg + k
+                        _obstacle_columns(Wc[c], R, nx, ny, 0.0, -ny, nx, 0.0, 0.0, 0.0, 1.0,
+                                          s * zx - L_SC * nx, s * zy - L_SC * ny, s * zz)
+                        cmu[c, 0] = pegs[k, 3]
+                        cmu[c, 1] = pegs[k, 3]
+                        cmu[c, 2] = 0.0
+                        oc[l, cnt] = c
+                        cnt += 1
+                k += 1
+        if ns > 0:
+            for sd in range(2):
+                side = 1.0 - 2.0 * sd
+                ox = gx + side * L_GS * zx
+                oz = gz + side * L_GS * zz
+                k = _count_below(steps, ox, False)  # the first step beyond o
+                while k < ns and steps[k, 0] - ox <= L_SC + tol:
+                    dx = ox - steps[k, 0]
+                    dz = oz - min(max(oz, steps[k, 1]), steps[k, 2])
+                    d = math.sqrt(dx * dx + dz * dz)
+                    if d - L_SC <= tol:
+                        nx = dx / d
+                        nz = dz / d
+                        c = 2 * n + n * npg + (l + sd * n) * ns + k
+                        _obstacle_columns(Wc[c], R, nx, 0.0, nz, 0.0, 1.0, 0.0, -nz, 0.0, nx,
+                                          side * L_GS * zx - L_SC * nx, side * L_GS * zy,
+                                          side * L_GS * zz - L_SC * nz)
+                        cmu[c, 0] = steps[k, 3]
+                        cmu[c, 1] = steps[k, 3]
+                        cmu[c, 2] = 0.0
+                        oc[l, cnt] = c
+                        cnt += 1
+                    k += 1
+        for s in range(cnt):
+            c = oc[l, s]
+            if cold:
+                for j in range(5):
+                    P[c, j] = 0.0
+            active[c] = True
+        ocount[l] = cnt
+        found += cnt
+    return found
+
+
+@njit(cache=True, error_model="numpy")
+def _step(q, u, P, active, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwork, ws):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
     The PD drives (68)-(69) enter explicitly (as the paper: tau_C at q_M and
@@ -1066,9 +1221,11 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
     :func:`control_torques` at the step's start times dt; implicit: each
     drive's impulse times its rate at the step's end, :func:`drive_work`;
     counted when positive: the modules' motors do not recover energy when they
-    brake). P (2n, 5) holds each sphere's last contact
-    impulsions (warm start, as in the paper: the value it had when the contact was
-    last active) and on return this step's; active (2n,) the active set (49).
+    brake). P (nc, 5) holds each contact's last impulsions (warm start, as in
+    the paper: the value it had when the contact was last active) and on return
+    this step's; active (nc,) the active set (49): the 2n spheres on the ground,
+    then the scene's obstacle slots (:func:`_obstacle_contacts`). scene: the
+    tuple (pegs, steps, peg_rmax) of :func:`_advance`.
     ufree (6n,), jwork (nJ, r) and ws (:func:`_workspace`) are scratch.
     """
     n = q.shape[0]
@@ -1122,10 +1279,13 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
                             converged, work)
     # active set (49) at the midpoint, with a round-off tolerance
     nact = 0
+    steps = scene[1]
     for c in range(2 * n):
         i = c % n
         side = 1.0 if c < n else -1.0
         gap = tmp_q[i, 2] + side * L_GS * Rs[i, 2, 2] - L_SC
+        if steps.shape[0] > 0:  # the level under the sphere's centre
+            gap -= ground_level(steps, tmp_q[i, 0] + side * L_GS * Rs[i, 0, 2])
         if gap <= sol[11]:
             if sol[13] < 0.5:  # cold start
                 for k in range(5):
@@ -1134,6 +1294,9 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
             nact += 1
         else:
             active[c] = False
+    if scene[0].shape[0] + steps.shape[0] > 0:
+        nact += _obstacle_contacts(tmp_q, Rs, par, sol, scene, P, active, Wc, ws[27], ws[28],
+                                   ws[29])
     iters = 0
     converged = True
     if nact > 0:
@@ -1142,14 +1305,14 @@ def _step(q, u, P, active, refs, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwo
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo) = ws
+         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
-                                          FR, H, K, lk, cs, ccount, rr, gA, Pnew, sv)
+                                          FR, H, K, lk, cs, ccount, rr, gA, Pnew, sv, cmu)
         while kind != 2 and iters < max_iter:
             iters += 1
             res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree, Wc, nl, b,
-                                              xJ, lk, cs, ccount, rr, gA, Pnew, sv)
+                                              xJ, lk, cs, ccount, rr, gA, Pnew, sv, cmu)
             if kind == 0:  # (93)
                 imp_ok = dsum < sol[6]
             # res: the largest violation of a prox equation (61), in velocity
@@ -1181,32 +1344,40 @@ def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iter
 
 
 @njit(cache=True, error_model="numpy")
-def _workspace(n, nr):
+def _workspace(n, nr, nc, maxc):
     """Scratch arrays of _step for n links and nr rows per joint
-    (:data:`aiko.model._chain.NR`), in the order they are unpacked: the chain's
+    (:data:`aiko.model._chain.NR`), nc contact slots (2n spheres on the ground
+    and the scene's obstacle slots) and up to maxc contacts per link, in the
+    order they are unpacked: the chain's
     eliminations D, E, FL, DR, FR (nJ, nr, nr); the joints' right-hand sides
     b, bL, bR, xJ (nJ, nr); each link's gains H (n, 6, 2 nr) and K (n, 6, 6);
-    the links touching the ground lk (n,), their contacts cs (n, 2) and counts
-    ccount (n,); per contact r (2n, 3), the restitution velocity gA (2n,) and
-    the prox results Pnew (2n, 5); small scratch Q, Qf (2 nr, 2 nr), Y
-    (2 nr, 6), F4 (nr, nr), sv (6, 8); tau (n, 3); minv (n, 6); the motors'
-    power (nJ, 2); the rows' compliance comp and offset bo (nJ, nr)."""
+    the links touching the ground lk (n,), their contacts cs (n, maxc) and
+    counts ccount (n,); per contact r (nc, 3), the restitution velocity gA
+    (nc,) and the prox results Pnew (nc, 5); small scratch Q, Qf (2 nr, 2 nr),
+    Y (2 nr, 6), F4 (nr, nr), sv (6, 8); tau (n, 3); minv (n, 6); the motors'
+    power (nJ, 2); the rows' compliance comp and offset bo (nJ, nr); per
+    contact its friction [mu_a, mu_b, mu_V] cmu (nc, 3); each link's obstacle
+    contacts oc (n, maxc) and their counts ocount (n,)."""
     nj = max(n - 1, 0)
     return (np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr)), np.zeros((nj, nr)), np.zeros((nj, nr)), np.zeros((nj, nr)),
             np.zeros((n, 6, 2 * nr)), np.zeros((n, 6, 6)),
-            np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64),
-            np.zeros(n, dtype=np.int64), np.zeros((2 * n, 3)), np.zeros(2 * n),
-            np.zeros((2 * n, 5)), np.zeros((2 * nr, 2 * nr)), np.zeros((2 * nr, 2 * nr)),
+            np.zeros(n, dtype=np.int64), np.zeros((n, maxc), dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.zeros((nc, 3)), np.zeros(nc),
+            np.zeros((nc, 5)), np.zeros((2 * nr, 2 * nr)), np.zeros((2 * nr, 2 * nr)),
             np.zeros((2 * nr, 6)), np.zeros((nr, nr)), np.zeros((6, 8)), np.zeros((n, 3)),
-            np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)))
+            np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)),
+            np.zeros((nc, 3)), np.zeros((n, maxc), dtype=np.int64), np.zeros(n, dtype=np.int64))
 
 
 @njit(cache=True, error_model="numpy")
-def _advance(q, u, P, active, refs, par, sol, n_steps, stats, work):
+def _advance(q, u, P, active, refs, par, sol, pegs, steps, n_steps, stats, work):
     """Run n_steps steps. refs (k, nJ, 4): k == 1 holds one set of references,
-    k == n_steps gives one per step. stats (3,) += [iterations, max iterations,
+    k == n_steps gives one per step. pegs (np, 4) and steps (ns, 4): the
+    scene (:meth:`aiko.model.scene.Scene.peg_array`, ``step_array``; sorted
+    by x); P (nc, 5) and active (nc,) hold nc = 2n + n np + 2n ns contact
+    slots (:func:`_obstacle_contacts`). stats (3,) += [iterations, max iterations,
     unconverged steps]; work (n_steps,) receives each step's positive work of
     the drives, J (see _step). Returns the number of steps taken."""
     n = q.shape[0]
@@ -1216,16 +1387,30 @@ def _advance(q, u, P, active, refs, par, sol, n_steps, stats, work):
     WJ = np.zeros((nj, 12, nr))
     Ld = np.zeros((nj, nr, nr))
     Ls = np.zeros((nj, nr, nr))
-    Wc = np.zeros((2 * n, 6, 5))
+    nc = P.shape[0]
+    npg = pegs.shape[0]
+    ns = steps.shape[0]
+    Wc = np.zeros((nc, 6, 5))
     tmp_q = np.empty((n, 7))
     ufree = np.empty(6 * n)
     jwork = np.empty((nj, nr))
-    ws = _workspace(n, nr)
+    ws = _workspace(n, nr, nc, 2 + npg + 2 * ns)
+    cmu = ws[27]
+    for c in range(nc):
+        cmu[c, 0] = par[13]
+        cmu[c, 1] = par[14]
+        cmu[c, 2] = par[15]
+    for c in range(2 * n, nc):  # obstacle contacts are found anew each step
+        active[c] = False
+    rmax = 0.0
+    for k in range(npg):
+        rmax = max(rmax, pegs[k, 2])
+    scene = (pegs, steps, rmax)
     hold = refs.shape[0] == 1
     for s in range(n_steps):
         r = refs[0] if hold else refs[s]
-        it, ok, w = _step(q, u, P, active, r, par, sol, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree,
-                          jwork, ws)
+        it, ok, w = _step(q, u, P, active, r, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
+                          ufree, jwork, ws)
         work[s] = w
         stats[0] += it
         if it > stats[1]:

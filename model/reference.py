@@ -9,7 +9,9 @@ P_J = -G_J^-1 W_J^T [u_A + M^-1 (h dt + S + tau_C dt)] with
 G_J = W_J^T M^-1 W_J (the sign of (84) corrected); (24) uses r_GiCRi. With
 implicit drives (the default) tau_C leaves the free velocity and the drives'
 rows W_D (:func:`reference_drive_rows`) join W_J, with their compliance on
-G_J's diagonal and their offset beside W_J^T [...].
+G_J's diagonal and their offset beside W_J^T [...]. Obstacles (a scene's
+pegs and steps, :func:`obstacle_contacts`) add contacts with their own
+normal and two friction directions, found without a broad phase.
 
 Slow (dense linear algebra in Python); never used by the simulator itself.
 """
@@ -24,7 +26,7 @@ from .prox import prox_disc, prox_ellipse
 from .quaternion import H_bar, rotation_matrix, skew
 
 __all__ = ["reference_step", "dense_matrices", "reference_torques", "reference_joint_angles",
-           "reference_drive_power", "reference_drive_rows"]
+           "reference_drive_power", "reference_drive_rows", "obstacle_contacts"]
 
 E = np.eye(3)
 
@@ -188,6 +190,66 @@ def reference_drive_rows(Rs: np.ndarray, u: np.ndarray, refs: np.ndarray, p: dic
     return W_D, comp, offset
 
 
+def _level(steps: np.ndarray, x: float) -> float:
+    """The ground's height at x: the level above the last step with x0 <= x."""
+    behind = steps[steps[:, 0] <= x]
+    return float(behind[-1, 2]) if len(behind) else 0.0
+
+
+def _column(R: np.ndarray, r: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Generalised force direction of a force along d at r from G (world
+    frame) on one link, (17)-(18): [d; R^T (r x d)] (6,)."""
+    return np.concatenate([d, R.T @ np.cross(r, d)])
+
+
+def obstacle_contacts(q: np.ndarray, p: dict, pegs: np.ndarray, steps: np.ndarray) -> dict:
+    """Every obstacle contact's slot -> (gap, link, W (6, 5), mu, r), r (3,)
+    the contact point from the link's G in the world frame, from
+    every pair (no broad phase): link bodies against pegs, spheres against
+    step risers and edges (see the compiled ``_obstacle_contacts`` for the
+    geometry and the slot numbers). q: coordinates (n, 7); pegs (np, 4),
+    steps (ns, 4) as :meth:`aiko.model.scene.Scene.peg_array`, ``step_array``."""
+    n = q.shape[0]
+    npg, ns = pegs.shape[0], steps.shape[0]
+    ez = E[:, 2]
+    out = {}
+    for i in range(n):
+        R = rotation_matrix(q[i, 3:] / np.linalg.norm(q[i, 3:]))
+        zB = R[:, 2]
+        G = q[i, :3]
+        for k in range(npg):
+            axis = np.array([pegs[k, 0], pegs[k, 1], 0.0])
+            zh = np.array([zB[0], zB[1], 0.0])
+            dh = np.array([G[0], G[1], 0.0]) - axis
+            s = 0.0
+            if zh @ zh > 1e-24:
+                s = float(np.clip(-(dh @ zh) / (zh @ zh), -p["L_GS"], p["L_GS"]))
+            h = dh + s * zh
+            d = np.linalg.norm(h)
+            nrm = h / d if d > 0 else E[:, 0]
+            r = s * zB - p["L_SC"] * nrm  # the contact point on the link's surface
+            W = np.zeros((6, 5))
+            for col, direction in enumerate((nrm, np.cross(ez, nrm), ez)):
+                W[:, col] = _column(R, r, direction)
+            out[2 * n + i * npg + k] = (d - p["L_SC"] - pegs[k, 2], i, W, pegs[k, 3], r)
+        for side_idx, side in enumerate((1.0, -1.0)):
+            o = G + side * p["L_GS"] * zB
+            for k in range(ns):
+                x0, lo, hi, mu = steps[k]
+                if o[0] >= x0:  # its top face is the ground under the sphere
+                    continue
+                Q = np.array([x0, o[1], np.clip(o[2], lo, hi)])  # riser or edge
+                d = np.linalg.norm(o - Q)
+                nrm = (o - Q) / d
+                r = side * p["L_GS"] * zB - p["L_SC"] * nrm
+                W = np.zeros((6, 5))
+                for col, direction in enumerate((nrm, E[:, 1], np.cross(nrm, E[:, 1]))):
+                    W[:, col] = _column(R, r, direction)
+                slot = 2 * n + n * npg + (side_idx * n + i) * ns + k
+                out[slot] = (d - p["L_SC"], i, W, mu, r)
+    return out
+
+
 def _project(q: np.ndarray, L: float, keep_com: bool) -> np.ndarray:
     """VII-C with rotation matrices, then back to quaternions."""
     from .quaternion import from_rotation_matrix
@@ -213,9 +275,12 @@ def _project(q: np.ndarray, L: float, keep_com: bool) -> np.ndarray:
     return q
 
 
-def reference_step(q, u, P, active, refs, par, sol, history: list | None = None):
+def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
+                   scene: tuple | None = None):
     """One time step; same arguments and results as the compiled ``_step``
     (but returns new arrays): (q_E, u_E, P, active, iterations, converged).
+    ``scene``: (pegs, steps) arrays as the model's ``_pegs``, ``_steps``; P and
+    active then hold the obstacle slots after the 2n ground rows.
 
     ``history``, if given, receives every sweep's largest prox-equation residual
     |P - prox(P - r gamma)| / r (velocity units).
@@ -267,17 +332,40 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
     else:
         A = Minv.copy()
     compliant = p["contact"] > 0.5
+    pegs, steps = scene if scene is not None else (np.zeros((0, 4)), np.zeros((0, 4)))
+    g_N = mats["g_N"].copy()
+    if len(steps):  # the level under each sphere's centre
+        for c in range(2 * n):
+            i = c % n
+            g_N[c] -= _level(steps, qM[i, 0] + (1 if c < n else -1) * p["L_GS"] * Rs[i][0, 2])
     # (49); the compliant law: the spheres at or below the ground
-    closed = mats["g_N"] <= (0.0 if compliant else active_tol)
+    closed = np.zeros(P.shape[0], dtype=bool)
+    closed[:2 * n] = g_N <= (0.0 if compliant else active_tol)
+    obstacles = obstacle_contacts(qM, p, pegs, steps)
+    for slot, (gap, *_) in obstacles.items():
+        closed[slot] = gap <= active_tol
     idx = np.flatnonzero(closed)
     if not warm:
         P[idx] = 0.0
     active[:] = closed
-    # per-contact generalised force directions [w_N, W_T, W_V] (6n, 5)
+    # per-contact generalised force directions [w_N, W_T, W_V] (6n, 5) (an
+    # obstacle's: normal, two friction directions, no rolling) and friction
+    # coefficients (mu_a, mu_b, mu_V), and the link each acts on
     Wc = {}
+    mus = {}
+    link_of = {}
     for c in idx:
-        Wc[c] = np.column_stack([mats["W_N"][:, c], mats["W_T"][:, 2 * c:2 * c + 2],
-                                 mats["W_V"][:, 2 * c:2 * c + 2]])
+        if c < 2 * n:
+            Wc[c] = np.column_stack([mats["W_N"][:, c], mats["W_T"][:, 2 * c:2 * c + 2],
+                                     mats["W_V"][:, 2 * c:2 * c + 2]])
+            mus[c] = (p["mu_x"], p["mu_y"], p["mu_V"])
+            link_of[c] = c % n
+        else:
+            _, i, W, mu, _ = obstacles[c]
+            Wc[c] = np.zeros((6 * n, 5))
+            Wc[c][6 * i:6 * i + 6] = W
+            mus[c] = (mu, mu, 0.0)
+            link_of[c] = i
 
     def velocity(Pc):
         # (86) with the bilateral impulses solved directly
@@ -298,7 +386,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
             v0 = velocity(P)
             now = W.T @ uA
             acc = np.empty_like(now)
-            acc[0::3] = -p["k_pc"] * mats["g_N"][idx] - p["k_vc"] * np.minimum(0.0, now[0::3])
+            acc[0::3] = -p["k_pc"] * g_N[idx] - p["k_vc"] * np.minimum(0.0, now[0::3])
             acc[1::3] = -p["k_vc"] * now[1::3]
             acc[2::3] = -p["k_vc"] * now[2::3]
             G = W.T @ A @ W
@@ -344,11 +432,12 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
 
     def prox_group(c, gam, grp, pn):
         rN, rT, rV = r[c]
+        mu_a, mu_b, mu_V = mus[c]
         if grp == 0:
             return np.array([max(0.0, P[c, 0] - rN * (gam[0] + p["e_N"] * gA[c]))])
         if grp == 1:
-            return prox_ellipse(P[c, 1:3] - rT * gam[1:3], p["mu_x"] * pn, p["mu_y"] * pn)
-        return prox_disc(P[c, 3:5] - rV * gam[3:5], p["mu_V"] * pn)
+            return prox_ellipse(P[c, 1:3] - rT * gam[1:3], mu_a * pn, mu_b * pn)
+        return prox_disc(P[c, 3:5] - rV * gam[3:5], mu_V * pn)
 
     def prox_all(c, gam):
         pn = prox_group(c, gam, 0, 0.0)[0]
@@ -361,8 +450,10 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None)
         res = 0.0
         if kind == 2:  # normal, friction, rolling; velocities follow each
             closed_set = set(idx)
-            for link in sorted({c % n for c in idx}):  # along the chain
-                mine = [c for c in (link, link + n) if c in closed_set]
+            for link in sorted({link_of[c] for c in idx}):  # along the chain
+                # its spheres on the ground, then its obstacle contacts by slot
+                mine = [c for c in (link, link + n) if c in closed_set] + sorted(
+                    c for c in idx if c >= 2 * n and link_of[c] == link)
                 for pass_ in range(link_passes):  # a link's contacts, until settled
                     local = 0.0
                     for c in mine:

@@ -29,8 +29,10 @@ import numpy as np
 
 from . import _kernels as K
 from .errors import JointReferenceError, StateError
+from .errors import ParameterError
 from .params import SnakeParams, SolverParams
 from .posture import posture_from_joint_angles, straight_posture
+from .scene import Scene
 
 __all__ = ["SnakeState", "StepStats", "SnakeModel", "ConvergenceWarning", "kernels_cached",
            "warm_up"]
@@ -45,10 +47,14 @@ class SnakeState:
     """Everything that evolves: time, coordinates, velocities, warm-start impulses.
 
     t: time (s); q (n, 7) coordinates (4); u (n, 6) velocities (5);
-    P (2n, 5) contact impulsions of the last step (rows as g_N in (10), columns
-    [P_N, P_Tx, P_Ty, P_Vx, P_Vy], N s); active (2n,) the closed contacts of the
-    last step (49). P rows of open contacts keep their last value (warm start);
-    :attr:`contact_impulses` shows them as zero.
+    P (2n + m, 5) contact impulsions of the last step (the first 2n rows the
+    spheres on the ground, as g_N in (10), columns [P_N, P_Tx, P_Ty, P_Vx,
+    P_Vy], N s; then the m obstacle contacts of the model's scene, see
+    :meth:`SnakeModel.obstacle_slots`, columns [P_N, P_T, P_S, 0, 0]);
+    active (2n + m,) the closed contacts of the last step (49). P rows of open
+    contacts keep their last value (warm start); :attr:`contact_impulses`
+    shows them as zero. A state with only the 2n ground rows is taken by a
+    model with a scene as one without obstacle contacts.
     """
 
     t: float
@@ -72,7 +78,7 @@ class SnakeState:
 
     @property
     def contact_impulses(self) -> np.ndarray:
-        """Contact impulsions of the last step (2n, 5), zero on open contacts."""
+        """Contact impulsions of the last step (2n + m, 5), zero on open contacts."""
         return np.where(self.active[:, None], self.P, 0.0)
 
     def save(self, path: str | Path) -> None:
@@ -88,13 +94,15 @@ class SnakeState:
                             f["P"].astype(float), f["active"].astype(bool))
         except (OSError, KeyError, ValueError) as exc:
             raise StateError(str(path), f"not a saved model state ({exc})") from exc
-        state.validate()
+        state.validate(slots=max(0, state.P.shape[0] - 2 * state.q.shape[0]))
         return state
 
-    def validate(self, n: int | None = None) -> None:
-        """Raise StateError unless shapes fit n links and values are finite."""
+    def validate(self, n: int | None = None, slots: int = 0) -> None:
+        """Raise StateError unless shapes fit n links and ``slots`` obstacle
+        contact slots (P, active) and values are finite."""
         n = self.q.shape[0] if n is None else n
-        shapes = {"q": (n, 7), "u": (n, 6), "P": (2 * n, 5), "active": (2 * n,)}
+        rows = 2 * n + slots
+        shapes = {"q": (n, 7), "u": (n, 6), "P": (rows, 5), "active": (rows,)}
         for name, shape in shapes.items():
             arr = getattr(self, name)
             if not isinstance(arr, np.ndarray) or arr.shape != shape:
@@ -139,10 +147,41 @@ class SnakeModel:
     """The non-smooth snake model of Transeth et al. with its time-stepping.
 
     Holds frozen parameters only; every method takes a state and returns a new one.
+    ``scene`` (:class:`aiko.model.scene.Scene`): pegs and steps on the floor;
+    empty, the paper's flat floor. Obstacles need the hard contact law.
     """
 
     params: SnakeParams = field(default_factory=SnakeParams)
     solver: SolverParams = field(default_factory=SolverParams)
+    scene: Scene = field(default_factory=Scene)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scene, Scene):
+            raise ParameterError("scene", self.scene, "must be an aiko.model.scene.Scene")
+        if not self.scene.empty and self.params.contact != "hard":
+            raise ParameterError("contact", self.params.contact,
+                                 "obstacles (pegs, steps) need the hard contact law")
+
+    @property
+    def obstacle_mu(self) -> float:
+        """Friction of obstacles without their own mu: the ground's when
+        isotropic, else the smaller of mu_x and mu_y."""
+        return min(self.params.mu_x, self.params.mu_y)
+
+    @property
+    def _pegs(self) -> np.ndarray:
+        return self.scene.peg_array(self.obstacle_mu)
+
+    @property
+    def _steps(self) -> np.ndarray:
+        return self.scene.step_array(self.obstacle_mu)
+
+    @property
+    def obstacle_slots(self) -> int:
+        """m: the obstacle contact slots after the 2n ground rows of P: link l
+        (0-based) against peg k (pegs sorted by x) is row 2n + l np + k; sphere c
+        (as g_N's rows) against step k (sorted by x0) is row 2n + n np + c ns + k."""
+        return self.n * len(self.scene.pegs) + 2 * self.n * len(self.scene.steps)
 
     # packed parameter vectors for the kernels
     @property
@@ -175,8 +214,9 @@ class SnakeModel:
         n = self.n
         q = np.array(q, dtype=float)
         u = np.zeros((n, 6)) if u is None else np.array(u, dtype=float)
-        state = SnakeState(float(t), q, u, np.zeros((2 * n, 5)), np.zeros(2 * n, dtype=bool))
-        state.validate(n)
+        rows = 2 * n + self.obstacle_slots
+        state = SnakeState(float(t), q, u, np.zeros((rows, 5)), np.zeros(rows, dtype=bool))
+        state.validate(n, self.obstacle_slots)
         return state
 
     def initial_state(self, alpha_h=None, alpha_v=None, height: float = 0.0) -> SnakeState:
@@ -209,14 +249,25 @@ class SnakeModel:
             raise JointReferenceError("non-finite values")
         return r
 
-    def _run(self, state: SnakeState, n_steps: int, refs: np.ndarray) -> tuple[SnakeState, StepStats]:
-        state.validate(self.n)
+    def _with_slots(self, state: SnakeState) -> SnakeState:
+        """A copy of the state with this model's contact rows (a state of
+        the flat floor gets empty obstacle rows)."""
         new = state.copy()
+        m = self.obstacle_slots
+        if m and getattr(state.P, "shape", None) == (2 * self.n, 5) \
+                and getattr(state.active, "shape", None) == (2 * self.n,):
+            new.P = np.vstack([new.P, np.zeros((m, 5))])
+            new.active = np.concatenate([new.active, np.zeros(m, dtype=bool)])
+        new.validate(self.n, m)
+        return new
+
+    def _run(self, state: SnakeState, n_steps: int, refs: np.ndarray) -> tuple[SnakeState, StepStats]:
+        new = self._with_slots(state)
         stats = np.zeros(3, dtype=np.int64)
         work = np.zeros(n_steps)
         if n_steps > 0:
             K._advance(new.q, new.u, new.P, new.active, refs, self._par, self._sol,
-                       n_steps, stats, work)
+                       self._pegs, self._steps, n_steps, stats, work)
         new.t = state.t + n_steps * self.dt
         st = StepStats(n_steps, int(stats[0]), int(stats[1]), int(stats[2]), float(work.sum()))
         if st.unconverged:
@@ -265,9 +316,48 @@ class SnakeModel:
         return Rs
 
     def contact_gaps(self, state: SnakeState) -> np.ndarray:
-        """g_N (2n,) of (10), m."""
-        return K.contact_gaps(np.ascontiguousarray(state.q), self.params.L_SC,
-                              self.params.L_GS, np.empty(2 * self.n))
+        """g_N (2n,) of (10), m; with steps, above the ground's level under
+        each sphere's centre."""
+        g = K.contact_gaps(np.ascontiguousarray(state.q), self.params.L_SC,
+                           self.params.L_GS, np.empty(2 * self.n))
+        if self.scene.steps:
+            g -= self.scene.level(self.sphere_centres(state)[:, 0])
+        return g
+
+    def sphere_centres(self, state: SnakeState) -> np.ndarray:
+        """Centres of the end spheres (2n, 3), rows as g_N: fronts, then rears."""
+        z = self.rotations(state)[:, :, 2]
+        r = state.q[:, :3]
+        return np.vstack([r + self.params.L_GS * z, r - self.params.L_GS * z])
+
+    def obstacle_gaps(self, state: SnakeState) -> tuple[np.ndarray, np.ndarray]:
+        """Gaps to the scene's obstacles, m: pegs (n, np) (each link's body
+        against each peg, pegs sorted by x) and step risers and edges (2n, ns)
+        (each sphere against each step ahead of its centre; +inf for the steps
+        behind it, whose top face is the ground, see :meth:`contact_gaps`).
+        Computed here with numpy, independently of the compiled step."""
+        p = self.params
+        z = self.rotations(state)[:, :, 2]
+        r = state.q[:, :3]
+        pegs = self._pegs
+        gp = np.empty((self.n, pegs.shape[0]))
+        s = np.linspace(-p.L_GS, p.L_GS, 2)
+        for k, (x, y, radius, _) in enumerate(pegs):
+            d = r[:, :2] - [x, y]
+            zh = z[:, :2]
+            zh2 = np.einsum("ij,ij->i", zh, zh)
+            t = np.where(zh2 > 1e-24, -np.einsum("ij,ij->i", d, zh) / np.maximum(zh2, 1e-300),
+                         0.0)
+            t = np.clip(t, s[0], s[1])
+            gp[:, k] = np.linalg.norm(d + t[:, None] * zh, axis=1) - p.L_SC - radius
+        steps = self._steps
+        o = self.sphere_centres(state)
+        gs = np.full((2 * self.n, steps.shape[0]), np.inf)
+        for k, (x0, lo, hi, _) in enumerate(steps):
+            ahead = o[:, 0] < x0
+            dz = o[:, 2] - np.clip(o[:, 2], lo, hi)
+            gs[ahead, k] = np.hypot(o[ahead, 0] - x0, dz[ahead]) - p.L_SC
+        return gp, gs
 
     def joint_gaps(self, state: SnakeState) -> np.ndarray:
         """g_J (n-1, 4) of (12)-(13): translational gaps (m) and g_phi."""
