@@ -73,6 +73,10 @@ def add_parser(sub) -> None:
     g.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
                    help="the robot starts at rest laid along this curve ([curve] polyline or "
                         "arc; see aiko simulate --start-curve), its joints at those angles")
+    g.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor (a scene file or a preset, pegs-grid); each "
+                        "peg is streamed as a motion-capture object peg1, peg2, ...")
+    g.add_argument("--scene-json", default=None, help=argparse.SUPPRESS)
     g.add_argument("--u-tol", type=positive("u-tol"), default=PlantParams.u_tol, metavar="M_S",
                    help="the physics' contact-solver velocity tolerance (default 1e-7)")
     g.add_argument("--max-iter", type=number("max-iter", int, lambda v: v >= 1, "be >= 1"),
@@ -98,6 +102,19 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         if node > args.nodes:
             raise ArgError(f"aiko emulate: fault for node {node}, but only nodes 1..{args.nodes} "
                            "exist")
+    from aiko.model.scene import SceneError
+
+    from .scene_file import load_scene, scene_from_json
+    if args.scene is not None and args.scene_json is not None:
+        raise ArgError("aiko emulate: give --scene or --scene-json, not both")
+    try:
+        scene = (scene_from_json(args.scene_json) if args.scene_json is not None
+                 else load_scene(args.scene))
+    except (SceneError, ValueError) as exc:
+        raise ArgError(f"aiko emulate: --scene {exc}") from exc
+    if not scene.empty and not args.plant:
+        raise ArgError("aiko emulate: --scene needs --plant (obstacles act on the simulated "
+                       "Aiko's physics)")
     plant = None
     if args.plant:
         plant = PlantParams(backlash_deg=args.backlash_deg, servo=args.servo,
@@ -113,7 +130,14 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         warm_up()
     rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
                                  plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
-                                 mu_y=args.mu_y, status_interval=args.status_interval))
+                                 mu_y=args.mu_y, scene=scene,
+                                 status_interval=args.status_interval))
+    if rig.aiko is not None:
+        from .scene_file import check_clear
+        try:
+            check_clear(rig.aiko.model, rig.aiko.state, "the simulated Aiko's start posture")
+        except SceneError as exc:
+            raise ArgError(f"aiko emulate: {exc}") from exc
 
     def emit(kind: str, data: dict) -> None:
         print(json.dumps({kind: data}), flush=True)
@@ -128,7 +152,11 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         if info["udp_target"] is not None:
             host, p = info["udp_target"]
             print(f"motion capture: Vicon Tracker UDP Object Stream to {host}:{p}, objects "
-                  f"link1..link{args.nodes + 1}, {args.mocap_rate:g} Hz", flush=True)
+                  f"link1..link{args.nodes + 1}"
+                  + (f", peg1..peg{len(scene.pegs)}" if scene.pegs else "")
+                  + f", {args.mocap_rate:g} Hz", flush=True)
+        if not scene.empty:
+            print(f"scene: {scene.describe()}", flush=True)
         for node, f in sorted(faults.items()):
             print(f"fault on node {node}: {f}", flush=True)
 

@@ -30,6 +30,8 @@ def add_model_options(p) -> None:
                    help="the modules' duty-limited servo, or ideal motors (default ideal)")
     g.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
                    help="time step, s (default: the model's, 0.0005)")
+    g.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor (default: the trial's scene, as logged)")
     add_solver_options(g)
 
 
@@ -85,7 +87,22 @@ def replay_options(args: argparse.Namespace, command: str) -> dict:
     return {"mu_x": mu_x, "mu_y": mu_y,
             "backlash": None if args.backlash_deg is None else math.radians(args.backlash_deg),
             "servo": args.servo, "dt": args.dt, "u_tol": args.u_tol,
-            "max_iter": None if args.max_iter is None else int(args.max_iter)}
+            "max_iter": None if args.max_iter is None else int(args.max_iter),
+            "scene": _checked_scene(args.scene, command)}
+
+
+def _checked_scene(spec: str | None, command: str) -> str | None:
+    """The --scene value, once it is known to load (a bad file fails here,
+    before any trial is read)."""
+    if spec is not None:
+        from aiko.model.scene import SceneError
+
+        from .scene_file import load_scene
+        try:
+            load_scene(spec)
+        except SceneError as exc:
+            raise ArgError(f"aiko {command}: --scene {exc}") from exc
+    return spec
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

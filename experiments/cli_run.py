@@ -115,6 +115,10 @@ def add_parser(sub) -> None:
                         "falling back to open loop (default 1)")
     s.add_argument("--steer-window", type=positive("steer window"), default=None, metavar="S",
                    help="the heading estimate's window (default: one gait period)")
+    r.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor (a scene file or a preset, pegs-grid): in the "
+                        "parallel model, in the simulated Aiko (--rig simulated, whose motion "
+                        "capture then streams each peg as peg1, peg2, ...) and in the log")
     g = r.add_argument_group("the simulated Aiko (--rig simulated)")
     g.add_argument("--plant", choices=("realistic", "ideal"), default="realistic",
                    help="realistic: 4 deg free play, the modules' servo limits, 0.5 mm mocap "
@@ -241,7 +245,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                          ramp_time=args.ramp_time, end=args.end, force=args.force,
                          steering=steering_from_args(args))
     out = args.out or free_log_path(f"trial-{datetime.now():%Y%m%d-%H%M%S}")
-    session = SessionConfig(trial=config, out=out, plant=plant_from_args(args),
+    from .scene_file import load_scene
+    scene = load_scene(args.scene)
+    session = SessionConfig(trial=config, out=out, plant=plant_from_args(args), scene=scene,
                             parallel_model=not args.no_model, mocap_host=mocap_host,
                             mocap_port=mocap_port, mqtt=mqtt_cfg,
                             live=None if args.live is None else (args.live_host, args.live),

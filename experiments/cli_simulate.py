@@ -83,7 +83,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     solver = SolverParams(solver=args.solver, drive=args.drive)
     if args.dt is not None:
         solver = solver.with_(dt=args.dt)
-    from .scene_file import load_scene, write_scene_beside
+    from aiko.experiments.simulate import initial_state_for_gait
+
+    from .scene_file import check_clear, load_scene, write_scene_beside
     scene = load_scene(args.scene)
     model = SnakeModel(params, solver, scene)
     state = None
@@ -94,6 +96,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                            "--height does not apply")
         state = model.state_from_q(start_q(load_start_curve(args.start_curve), params, gait,
                                            str(args.start_curve)))
+    if state is None:
+        state = initial_state_for_gait(model, gait, args.height)
+    check_clear(model, state, f"{gait.name}'s start posture")
     compile_note = _load_kernels()
     progress = Progress(args.duration, sys.stderr.isatty())
     with warnings.catch_warnings():

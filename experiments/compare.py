@@ -213,12 +213,13 @@ def _draw_scene(ax, scene, near: np.ndarray, margin: float = 0.35) -> None:
 
 
 def save_comparison(trial_path: Path, paths: Paths, title: str,
-                    metrics: dict) -> tuple[Path, Path]:
-    """Write ``TRIAL.png`` and ``TRIAL.json`` beside the trial file."""
+                    metrics: dict, scene=None) -> tuple[Path, Path]:
+    """Write ``TRIAL.png`` and ``TRIAL.json`` beside the trial file; the
+    figure draws the scene's obstacles."""
     trial_path = Path(trial_path)
     png = trial_path.with_suffix(".png")
     js = trial_path.with_suffix(".json")
-    comparison_figure(paths, title, metrics).savefig(png, dpi=110)
+    comparison_figure(paths, title, metrics, scene=scene).savefig(png, dpi=110)
     js.write_text(json.dumps(metrics, indent=2) + "\n")
     return png, js
 

@@ -20,6 +20,7 @@ import numpy as np
 from aiko.model import SnakeModel
 
 from .processes import Child, ChildProcesses, python_module
+from .scene_file import scene_json
 
 __all__ = ["ModelLink", "start_model_process"]
 
@@ -39,7 +40,7 @@ async def start_model_process(procs: ChildProcesses, model: SnakeModel, rate: fl
     child = await procs.start("parallel model", python_module(
         "aiko.experiments.parallel_model", "--params", json.dumps(params),
         "--solver", json.dumps({"dt": model.dt, "solver": model.solver.solver}),
-        "--rate", repr(rate)), nice=MODEL_NICE)
+        "--rate", repr(rate), "--scene", scene_json(model.scene)), nice=MODEL_NICE)
     await child.wait_ready(timeout)
     return child
 

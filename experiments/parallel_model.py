@@ -212,10 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--params", default="{}", help="SnakeParams fields as JSON")
     p.add_argument("--solver", default="{}", help="SolverParams fields as JSON")
     p.add_argument("--rate", type=float, default=20.0)
+    p.add_argument("--scene", default=None, help="the obstacles as JSON (scene_file.scene_json)")
     args = p.parse_args(argv)
     try:
+        from .scene_file import scene_from_json
         model = SnakeModel(SnakeParams(**json.loads(args.params)),
-                           SolverParams(**json.loads(args.solver)))
+                           SolverParams(**json.loads(args.solver)), scene_from_json(args.scene))
         pm = ParallelModel(model, args.rate)
     except (ValueError, TypeError) as exc:
         _emit({"error": f"cannot set up the model: {exc}"})

@@ -263,14 +263,18 @@ class MocapView:
 
     ``record(t, positions_m, rotations)`` after each physics update;
     ``objects(t)`` gives {"link1": (x, y, z mm, rx, ry, rz), ...} as of t -
-    latency (None before anything that old was recorded).
+    latency (None before anything that old was recorded), then the ``fixed``
+    objects (name -> (x, y, z mm)), e.g. the scene's pegs (:func:`peg_objects`),
+    with the same noise.
     """
 
     def __init__(self, noise_mm: float = 0.0, latency: float = 0.0, seed: int = 0,
-                 prefix: str = "link") -> None:
+                 prefix: str = "link", fixed: dict[str, tuple[float, float, float]] | None = None
+                 ) -> None:
         self.noise_mm = noise_mm
         self.latency = latency
         self.prefix = prefix
+        self.fixed = dict(fixed or {})
         self._rng = np.random.default_rng(seed)
         self._history: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
 
@@ -293,7 +297,21 @@ class MocapView:
         _, pos, rot = chosen
         if self.noise_mm > 0:
             pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
-        return {f"{self.prefix}{i + 1}": (*pos[i], *rot[i]) for i in range(pos.shape[0])}
+        out = {f"{self.prefix}{i + 1}": (*pos[i], *rot[i]) for i in range(pos.shape[0])}
+        for name, xyz in self.fixed.items():
+            p = np.asarray(xyz, dtype=float)
+            if self.noise_mm > 0:
+                p = p + self._rng.normal(0.0, self.noise_mm, 3)
+            out[name] = (*p, 0.0, 0.0, 0.0)
+        return out
+
+
+def peg_objects(scene) -> dict[str, tuple[float, float, float]]:
+    """The scene's pegs as motion-capture objects, as a lab tracks them (a
+    marker cluster on each peg's top, here its axis at the floor): ``peg1``
+    ... in the scene's order, (x, y, z) mm."""
+    return {f"peg{k}": (1000.0 * p.x, 1000.0 * p.y, 0.0)
+            for k, p in enumerate(scene.pegs, 1)}
 
 
 PLANT_TICK = 0.002

@@ -24,17 +24,19 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from aiko.model import SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
+from aiko.model.scene import Scene, SceneError
 
 from .alignment import start_posture
 from .compare import Paths, paths_from_trial
 from .parallel_model import ParallelModel
+from .scene_file import scene_from_json
 from .triallog import TrialLogError, read_trial
 
 __all__ = ["ReplayError", "ReplayInput", "load_replay", "replay_model", "replay_plant",
@@ -72,6 +74,7 @@ class ReplayInput:
     params: SnakeParams         # the trial's snake (friction of the gait)
     truncated: bool
     metadata: dict
+    scene: Scene = field(default_factory=Scene)   # the trial's obstacles (flat floor: empty)
 
     @property
     def duration(self) -> float:
@@ -128,13 +131,18 @@ def load_replay(path: str | Path) -> ReplayInput:
     if np.sum(np.all(np.isfinite(exp.p_experiment[:, :2]), axis=1)) < 2:
         raise ReplayError(str(path), "no motion capture of link 6 (/mocap)")
     params = snake_params_of(meta, nodes)
+    try:
+        scene = scene_from_json(meta.get("scene"))
+    except (SceneError, TypeError, ValueError) as exc:
+        raise ReplayError(str(path), f"the trial's scene cannot be used: {exc}") from exc
     t0, q0, source = _start(data, params, t_refs, refs, exp)
     t_end = float(t_refs[-1] + period)
     if data.truncated:
         last = max((t for recs in data.records.values() for t, _ in recs), default=t_end)
         t_end = min(t_end, float(last))
     return ReplayInput(path, path.stem, str(meta.get("gait_name", "?")), nodes, float(period),
-                       t_refs, refs, t0, q0, source, t_end, exp, params, data.truncated, meta)
+                       t_refs, refs, t0, q0, source, t_end, exp, params, data.truncated, meta,
+                       scene)
 
 
 def _start(data, params: SnakeParams, t_refs, refs, exp: Paths):
@@ -187,11 +195,12 @@ def _paths(inp: ReplayInput, t_model, p_model, delay: float) -> Paths:
 
 
 def replay_model(inp: ReplayInput, params: SnakeParams | None = None,
-                 solver: SolverParams | None = None, delay: float = 0.0) -> tuple[Paths, dict]:
+                 solver: SolverParams | None = None, delay: float = 0.0,
+                 scene: Scene | None = None) -> tuple[Paths, dict]:
     """The ideal robot on the logged references (as the parallel model ran
-    it); (paths, solver statistics)."""
+    it), among the trial's obstacles or ``scene``; (paths, solver statistics)."""
     params = inp.params if params is None else params
-    model = SnakeModel(params, solver or SolverParams())
+    model = SnakeModel(params, solver or SolverParams(), inp.scene if scene is None else scene)
     pm = ParallelModel(model, SAMPLE_RATE)
     samples = pm.start(inp.t0, inp.q0)
     for t, r in zip(inp.t_refs, inp.refs, strict=True):
@@ -206,7 +215,8 @@ def replay_model(inp: ReplayInput, params: SnakeParams | None = None,
 
 def replay_plant(inp: ReplayInput, params: SnakeParams | None = None,
                  solver: SolverParams | None = None, backlash: float = 0.0,
-                 servo: str = "ideal", delay: float = 0.0) -> tuple[Paths, dict]:
+                 servo: str = "ideal", delay: float = 0.0,
+                 scene: Scene | None = None) -> tuple[Paths, dict]:
     """The logged REF and SYNC frames, at their send times, into emulated
     joint modules (free play ``backlash`` rad, ``servo`` "module" or "ideal")
     whose motors drive the model (:func:`aiko.experiments.plant.drive_plant`);
@@ -214,7 +224,7 @@ def replay_plant(inp: ReplayInput, params: SnakeParams | None = None,
     from .plant import drive_plant
 
     params = inp.params if params is None else params
-    model = SnakeModel(params, solver or SolverParams())
+    model = SnakeModel(params, solver or SolverParams(), inp.scene if scene is None else scene)
     run = drive_plant(model, model.state_from_q(inp.q0, t=0.0), inp.t_refs - inp.t0, inp.refs,
                       inp.t_end - inp.t0, backlash, servo, SAMPLE_RATE)
     link = min(LINK, params.n) - 1   # link 6, or the last of a shorter snake

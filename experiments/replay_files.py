@@ -17,11 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aiko.model import SolverParams
+from aiko.model.scene import SceneError
 
 from .compare import ComparisonError, Paths, compare_paths, comparison_figure
 from .delay import DelayEstimate, estimate_delay
 from .replay import (ReplayError, ReplayInput, load_replay, replay_model, replay_plant,
                      shifted)
+from .scene_file import load_scene
 
 __all__ = ["ReplayResult", "replay_trial", "replay_trials", "simulate_replay", "summary_rows",
            "write_summary", "SUMMARY_KEYS"]
@@ -47,11 +49,14 @@ class ReplayResult:
 
 
 def simulate_replay(inp: ReplayInput, *, mu_x=None, mu_y=None, backlash=None, servo=None,
-                    dt=None, u_tol=None, max_iter=None,
+                    dt=None, u_tol=None, max_iter=None, scene=None,
                     delay: float = 0.0) -> tuple[Paths, dict, str]:
     """The replay of one loaded trial with these parameters (None: the
-    trial's): (paths, solver statistics, kind)."""
+    trial's; ``scene`` a preset name or scene file, see
+    :func:`aiko.experiments.scene_file.load_scene`): (paths, solver
+    statistics, kind)."""
     params = inp.params
+    obstacles = inp.scene if scene is None else load_scene(scene)
     changes = {k: v for k, v in (("mu_x", mu_x), ("mu_y", mu_y)) if v is not None}
     if changes:
         params = replace(params, **changes)
@@ -64,9 +69,9 @@ def simulate_replay(inp: ReplayInput, *, mu_x=None, mu_y=None, backlash=None, se
         solver = replace(solver, max_iter=int(max_iter))
     if (backlash or 0.0) > 0 or servo == "module":
         paths, stats = replay_plant(inp, params, solver, backlash=backlash or 0.0,
-                                    servo=servo or "ideal", delay=delay)
+                                    servo=servo or "ideal", delay=delay, scene=obstacles)
         return paths, stats, "plant"
-    paths, stats = replay_model(inp, params, solver, delay=delay)
+    paths, stats = replay_model(inp, params, solver, delay=delay, scene=obstacles)
     return paths, stats, "model"
 
 
@@ -97,6 +102,9 @@ def replay_trial(path: str | Path, out: str | Path = ".", delay: float | str = 0
     except ComparisonError as exc:
         res.error = f"{path}: {exc}"
         return res
+    except SceneError as exc:
+        res.error = f"{path}: scene {exc}"
+        return res
     logged = inp.experiment
     if logged.t_model.size >= 2:
         try:
@@ -110,7 +118,8 @@ def replay_trial(path: str | Path, out: str | Path = ".", delay: float | str = 0
              + (f", delay {1e3 * res.delay:.0f} ms" if res.delay else "") + ")")
     res.figure = out / f"{stem}.png"
     res.json = out / f"{stem}.json"
-    comparison_figure(paths, title, res.metrics).savefig(res.figure, dpi=110)
+    scene = inp.scene if params.get("scene") is None else load_scene(params["scene"])
+    comparison_figure(paths, title, res.metrics, scene=scene).savefig(res.figure, dpi=110)
     res.wall_s = time.perf_counter() - w0
     doc = {"trial": str(path), "kind": res.kind, "start": res.start, "delay_s": res.delay,
            "delay_estimate": None if res.delay_estimate is None else

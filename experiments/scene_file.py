@@ -21,7 +21,8 @@ from pathlib import Path
 
 from aiko.model.scene import SCENE_PRESETS, Scene, SceneError, scene_from_mapping
 
-__all__ = ["load_scene", "scene_toml", "scene_json", "scene_from_json", "write_scene_beside"]
+__all__ = ["load_scene", "scene_toml", "scene_json", "scene_from_json", "write_scene_beside",
+           "check_clear"]
 
 
 def load_scene(spec: str | Path | None) -> Scene:
@@ -86,3 +87,27 @@ def write_scene_beside(path: Path, scene: Scene) -> Path | None:
     out = Path(path).with_suffix(".scene.toml")
     out.write_text(scene_toml(scene))
     return out
+
+
+def check_clear(model, state, who: str = "the snake", tol: float = 1e-6) -> None:
+    """SceneError unless ``state`` (of ``model``, whose scene it is) is clear
+    of every obstacle: a snake that starts inside a peg or a step stays
+    stuck there (the contact laws act on velocities)."""
+    import numpy as np
+
+    scene = model.scene
+    if scene.empty:
+        return
+    gp, gs = model.obstacle_gaps(state)
+    ground = model.contact_gaps(state)
+    if gp.size and gp.min() < -tol:
+        link, k = np.unravel_index(int(np.argmin(gp)), gp.shape)
+        x, y = model._pegs[k, :2]
+        raise SceneError("start posture", f"{who} overlaps the peg at ({x:g}, {y:g}) m by "
+                                          f"{-1000 * gp.min():.1f} mm (link {link + 1}); start "
+                                          "it elsewhere (a curved start, --start-curve) or "
+                                          "move the peg")
+    if (gs.size and gs.min() < -tol) or ground.min() < -tol:
+        raise SceneError("start posture", f"{who} starts inside a step by "
+                                          f"{-1000 * min(gs.min() if gs.size else 0.0, ground.min()):.1f}"
+                                          " mm; move the step or the start")

@@ -31,11 +31,13 @@ from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
 from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
+from aiko.model.scene import Scene
 
 from .compare import ComparisonError, compare_paths, save_comparison
 from .model_link import ModelLink, start_model_process
 from .plant import PlantParams
 from .processes import Child, ChildProcesses, python_module
+from .scene_file import scene_json
 from .trial import TrialConfig, TrialResult, dbc_attachment, run_trial, trial_metadata
 from .triallog import TrialLog, check_log_path
 
@@ -52,7 +54,9 @@ class SessionConfig:
     where a vicon-udp source listens (port 0: any free port, told to the
     simulated Aiko), or the DataStream host; mqtt: telemetry settings;
     live / foxglove: serve the live page / the Foxglove WebSocket protocol
-    on (host, port) for the whole session (port 0: any free port)."""
+    on (host, port) for the whole session (port 0: any free port); scene:
+    the obstacles on the floor (the simulated Aiko's and the parallel
+    model's; logged with the trial)."""
 
     trial: TrialConfig
     out: Path
@@ -63,6 +67,7 @@ class SessionConfig:
     mqtt: object | None = None
     live: tuple[str, int] | None = None        # (host, port) of the live page
     foxglove: tuple[str, int] | None = None    # (host, port) of the Foxglove server
+    scene: Scene = field(default_factory=Scene)
 
 
 @dataclass
@@ -98,8 +103,9 @@ def model_params_for(config: TrialConfig, gait: Gait) -> SnakeParams:
 
 
 def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
-               udp_port: int) -> list[str]:
-    """``aiko emulate --plant`` for this trial, speaking JSON lines."""
+               udp_port: int, scene: Scene | None = None) -> list[str]:
+    """``aiko emulate --plant`` for this trial, speaking JSON lines; the
+    scene goes as JSON (its pegs become motion-capture objects)."""
     argv = ["emulate", "--plant", "--nodes", str(config.nodes), "--port", "0",
             "--udp-target", f"127.0.0.1:{udp_port}",
             "--mu-x", repr(params.mu_x), "--mu-y", repr(params.mu_y),
@@ -115,6 +121,8 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
         argv += ["--plant-mu-x", repr(plant.mu_x)]
     if plant.mu_y is not None:
         argv += ["--plant-mu-y", repr(plant.mu_y)]
+    if scene is not None and not scene.empty:
+        argv += ["--scene-json", scene_json(scene)]
     return python_module("aiko.experiments.cli", *argv)
 
 
@@ -144,10 +152,16 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         if tc.mocap == "none":
             raise SteeringError("steering needs motion capture (--mocap)")
         steering_loop(tc.steering, gait)  # the gait leaves room to steer
+    start = None
     if simulated and config.plant.start_curve is not None:   # a bad curve fails here
         from .start_curve import load_start_curve, start_q
-        start_q(load_start_curve(config.plant.start_curve), params,
-                source=config.plant.start_curve)
+        start = start_q(load_start_curve(config.plant.start_curve), params,
+                        source=config.plant.start_curve)
+    if simulated and not config.scene.empty:   # so does a start inside an obstacle
+        from .scene_file import check_clear
+        where = SnakeModel(params, SolverParams(), config.scene)
+        check_clear(where, where.initial_state() if start is None else where.state_from_q(start),
+                    "the simulated Aiko's start posture")
     if not simulated:
         check_interface(tc.can_interface, tc.can_channel)
     check_log_path(config.out)
@@ -195,7 +209,7 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
                 say("starting the simulated Aiko ...")
                 udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
                 plant, ready = await start_plant(procs, plant_argv(tc, config.plant, params,
-                                                                   udp_port))
+                                                                   udp_port, config.scene))
                 report.children[plant.name] = plant.pid
                 report.plant = ready
                 can_channel = ready["channel"]
@@ -205,7 +219,8 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
             if config.parallel_model:
                 say("starting the parallel model ...")
                 mchild = await start_model_process(
-                    procs, SnakeModel(params, SolverParams()), rate=tc.mocap_rate)
+                    procs, SnakeModel(params, SolverParams(), config.scene),
+                    rate=tc.mocap_rate)
                 report.children[mchild.name] = mchild.pid
                 model = ModelLink(mchild, clock)
             can_io = CanDriver.open("slcan" if simulated else tc.can_interface, can_channel,
@@ -228,7 +243,7 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
 
                     def on_end(result: TrialResult) -> None:
                         report.result = result
-                        _compare(report, result, gait, tlog, clock)
+                        _compare(report, result, gait, tlog, clock, config.scene)
                         if report.metrics is not None:
                             for v in viewers:
                                 v.publish("comparison", report.metrics)
@@ -255,6 +270,7 @@ def _metadata(tc: TrialConfig, gait: Gait, config: SessionConfig) -> dict:
     meta = trial_metadata(tc, gait)
     meta["plant"] = asdict(config.plant) if tc.rig == "simulated" else None
     meta["parallel_model"] = config.parallel_model
+    meta["scene"] = json.loads(scene_json(config.scene))
     return meta
 
 
@@ -267,7 +283,8 @@ def _plant_line(report: SessionReport, line: str) -> None:
         report.plant.update(msg["status"])
 
 
-def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock) -> None:
+def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock,
+             scene: Scene | None = None) -> None:
     """Comparison at the end of a trial: metrics into the log, figure and JSON
     beside it."""
     if result.paths is None:
@@ -283,7 +300,8 @@ def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock
     report.metrics = metrics
     title = f"{gait.name}: experiment and model, link 6 ({Path(tlog.path).stem})"
     try:
-        report.figure, report.json = save_comparison(tlog.path, result.paths, title, metrics)
+        report.figure, report.json = save_comparison(tlog.path, result.paths, title, metrics,
+                                                     scene=scene)
     except OSError as exc:
         report.comparison_error = f"cannot write the figure: {exc.strerror}"
     tlog.write("/comparison", clock.now(), {

@@ -32,8 +32,9 @@ from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter
 from aiko.model import SnakeModel, SnakeParams
 from aiko.model.errors import AikoError
+from aiko.model.scene import Scene
 
-from .plant import MocapView, PlantParams, SimulatedAiko
+from .plant import MocapView, PlantParams, SimulatedAiko, peg_objects
 
 __all__ = ["RigConfig", "SimulatedRig", "RigStartError"]
 
@@ -63,6 +64,8 @@ class RigConfig:
     modules alone (their own first-order servo and free play), else the
     simulated Aiko's settings; udp_target: where the Tracker stream goes;
     mu_x, mu_y: the floor (the plant's own mu, if it sets one, wins);
+    scene: obstacles on the floor (the plant's; motion capture streams each
+    peg as a fixed object ``peg1``, ``peg2``, ... in the scene's order);
     status_interval: seconds between status reports."""
 
     nodes: int = 10
@@ -73,6 +76,7 @@ class RigConfig:
     udp_target: tuple[str, int] = ("127.0.0.1", VICON_UDP_PORT)
     mu_x: float = 0.2
     mu_y: float = 0.2
+    scene: Scene = field(default_factory=Scene)
     status_interval: float = 5.0
 
 
@@ -93,7 +97,7 @@ class SimulatedRig:
             mu_x = plant.mu_x if plant.mu_x is not None else config.mu_x
             mu_y = plant.mu_y if plant.mu_y is not None else config.mu_y
             model = SnakeModel(SnakeParams(n=config.nodes + 1, mu_x=mu_x, mu_y=mu_y),
-                               plant.solver_params())
+                               plant.solver_params(), config.scene)
             state = None
             if plant.start_curve is not None:
                 from .start_curve import load_start_curve, start_q
@@ -101,7 +105,7 @@ class SimulatedRig:
                                                    model.params, source=plant.start_curve))
             self.aiko = SimulatedAiko(model, self.modules, state=state)
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
-                                  seed=plant.seed)
+                                  seed=plant.seed, fixed=peg_objects(config.scene))
             self.view.record(0.0, self.aiko.positions(), self.aiko.rotations())
         self.clock = TrialClock()
         self.late_updates = 0

@@ -228,23 +228,25 @@ def scene_from_mapping(data: object, name: str = "") -> Scene:
     return Scene(tuple(made["peg"]), tuple(made["step"]), name=name)
 
 
-def pegs_grid(rows: int = 4, cols: int = 8, spacing: float = 0.36, radius: float = 0.05,
-              x0: float = -1.18, y0: float = 0.0, row_shift: float = 0.18,
+def pegs_grid(rows: int = 5, cols: int = 15, spacing_x: float = 0.35, spacing_y: float = 0.30,
+              radius: float = 0.02, x0: float = -1.45, y_mid: float = 0.025,
               mu: float | None = None) -> Scene:
-    """A regular field of pegs: ``cols`` columns along x from ``x0`` at
-    ``spacing``, ``rows`` rows along y centred on ``y0``, every other row
-    shifted by ``row_shift`` along x (a staggered grid)."""
+    """A regular rectangular field of pegs: ``cols`` columns from ``x0``
+    along x at ``spacing_x``, ``rows`` rows along y at ``spacing_y``
+    centred on ``y_mid``."""
     pegs = []
     for r in range(rows):
-        y = y0 + (r - 0.5 * (rows - 1)) * spacing
+        y = y_mid + (r - 0.5 * (rows - 1)) * spacing_y
         for k in range(cols):
-            x = x0 + k * spacing + (row_shift if r % 2 else 0.0)
-            pegs.append(Peg(round(x, 6), round(y, 6), radius, mu))
+            pegs.append(Peg(round(x0 + k * spacing_x, 9), round(y, 9), radius, mu))
     return Scene(tuple(pegs), name="pegs-grid")
 
 
 SCENE_PRESETS: dict[str, Scene] = {"pegs-grid": pegs_grid()}
-"""Named scenes (``--scene NAME``). ``pegs-grid``: a staggered field of 32
-pegs of 5 cm radius, 36 cm apart, around the straight snake's start (link 1
-at x = 0.61 m, link 11 at x = -0.61 m), so that the snake starts inside it
-with its body between two rows, as in the companion paper's peg experiments."""
+"""Named scenes (``--scene NAME``). ``pegs-grid``: a field of 75 pegs of
+4 cm diameter, 0.35 m apart along x and 0.30 m along y (x from -1.45 to
+3.45 m, rows at y = -0.575 ... 0.625 m), made for the curved start of
+lateral undulation (the preset gait, link 1 at x = 0.5 m): the snake starts
+inside it, its first bends about pegs of the middle row (1 cm clear), with
+room to travel about 2.5 m forward. The straight snake on the x axis would
+lie across the middle row: start it curved, or move the field."""

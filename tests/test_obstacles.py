@@ -62,17 +62,23 @@ def test_obstacles_need_the_hard_contact_law():
         SnakeModel(SnakeParams(contact="compliant"), scene=pegs_grid())
 
 
-def test_pegs_grid_holds_the_start_postures_of_the_presets_without_contact():
+def test_pegs_grid_holds_lateral_undulations_start_and_refuses_a_straight_one():
     scene = SCENE_PRESETS["pegs-grid"]
-    assert scene.describe().startswith("pegs-grid: 32 pegs")
-    for name in ("lateral-undulation", "sidewinding", "still"):
-        model = SnakeModel(scene=scene)
-        state = initial_state_for_gait(model, PRESETS[name])
-        gp, _ = model.obstacle_gaps(state)
-        assert gp.min() > 0.01, name
-        # the snake is inside the field: pegs on both sides of its body
-        ys = [p.y for p in scene.pegs]
-        assert min(ys) < state.q[:, 1].min() and max(ys) > state.q[:, 1].max()
+    assert scene.describe() == "pegs-grid: 75 pegs"
+    model = SnakeModel(scene=scene)
+    state = initial_state_for_gait(model, PRESETS["lateral-undulation"])
+    gp, _ = model.obstacle_gaps(state)
+    assert 0.005 < gp.min() < 0.02  # its bends about the middle row's pegs
+    # inside the field: pegs ahead, behind and on both sides of the snake
+    xs = np.array([p.x for p in scene.pegs])
+    ys = np.array([p.y for p in scene.pegs])
+    r = state.q[:, :2]
+    assert xs.min() < r[:, 0].min() and xs.max() > r[:, 0].max() + 2.0
+    assert ys.min() < r[:, 1].min() and ys.max() > r[:, 1].max()
+    from aiko.experiments.scene_file import check_clear
+    check_clear(model, state)
+    with pytest.raises(SceneError, match="overlaps the peg at"):
+        check_clear(model, model.initial_state())
 
 
 # ------------------------------------------- gap functions and directions
