@@ -1390,7 +1390,7 @@ def _advance(q, u, P, active, refs, par, sol, pegs, steps, n_steps, stats, work)
     nc = P.shape[0]
     npg = pegs.shape[0]
     ns = steps.shape[0]
-    Wc = np.zeros((nc, 6, 5))
+    Wc = np.empty((nc, 6, 5))  # each contact's W is written when it closes
     tmp_q = np.empty((n, 7))
     ufree = np.empty(6 * n)
     jwork = np.empty((nj, nr))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -168,12 +169,16 @@ class SnakeModel:
         isotropic, else the smaller of mu_x and mu_y."""
         return min(self.params.mu_x, self.params.mu_y)
 
-    @property
+    @cached_property
     def _pegs(self) -> np.ndarray:
+        """The scene's pegs for the kernels (:meth:`Scene.peg_array`); do not
+        modify."""
         return self.scene.peg_array(self.obstacle_mu)
 
-    @property
+    @cached_property
     def _steps(self) -> np.ndarray:
+        """The scene's steps for the kernels (:meth:`Scene.step_array`); do
+        not modify."""
         return self.scene.step_array(self.obstacle_mu)
 
     @property
