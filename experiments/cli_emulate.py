@@ -77,6 +77,7 @@ def add_parser(sub) -> None:
                    help="obstacles on the floor (a scene file or a preset, pegs-grid); each "
                         "peg is streamed as a motion-capture object peg1, peg2, ...")
     g.add_argument("--scene-json", default=None, help=argparse.SUPPRESS)
+    g.add_argument("--start-joint-angles-json", default=None, help=argparse.SUPPRESS)
     g.add_argument("--u-tol", type=positive("u-tol"), default=PlantParams.u_tol, metavar="M_S",
                    help="the physics' contact-solver velocity tolerance (default 1e-7)")
     g.add_argument("--max-iter", type=number("max-iter", int, lambda v: v >= 1, "be >= 1"),
@@ -123,7 +124,10 @@ def cmd_emulate(args: argparse.Namespace) -> int:
                             mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed,
                             u_tol=args.u_tol, max_iter=args.max_iter,
                             start_curve=None if args.start_curve is None
-                            else str(args.start_curve))
+                            else str(args.start_curve),
+                            start_joint_angles=None if args.start_joint_angles_json is None
+                            else tuple(tuple(p) for p in
+                                       json.loads(args.start_joint_angles_json)))
         from aiko.model import kernels_cached, warm_up
         if not kernels_cached() and not args.json_lines:
             print("compiling the model (first run only) ...", flush=True)

@@ -73,6 +73,9 @@ class PlantParams:
     u_tol: float = 1e-7
     max_iter: int = 100
     start_curve: str | None = None   # a curve file: the robot starts at rest along it
+    # or at rest with these joint angles, rad: ((alpha_h, alpha_v) per joint), e.g.
+    # a gait's start posture (a curve file's ``gait = true``)
+    start_joint_angles: tuple[tuple[float, float], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.servo not in ("module", "ideal"):

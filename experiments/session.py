@@ -117,6 +117,8 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
             "--json-lines", "--parent-lifeline"]
     if plant.start_curve is not None:
         argv += ["--start-curve", plant.start_curve]
+    if plant.start_joint_angles is not None:
+        argv += ["--start-joint-angles-json", json.dumps(plant.start_joint_angles)]
     if plant.mu_x is not None:
         argv += ["--plant-mu-x", repr(plant.mu_x)]
     if plant.mu_y is not None:
@@ -153,10 +155,18 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
             raise SteeringError("steering needs motion capture (--mocap)")
         steering_loop(tc.steering, gait)  # the gait leaves room to steer
     start = None
-    if simulated and config.plant.start_curve is not None:   # a bad curve fails here
+    plant_cfg = config.plant
+    if simulated and plant_cfg.start_curve is not None:   # a bad curve fails here
         from .start_curve import load_start_curve, start_q
-        start = start_q(load_start_curve(config.plant.start_curve), params,
-                        source=config.plant.start_curve)
+        curve = load_start_curve(plant_cfg.start_curve)
+        start = start_q(curve, params, gait, source=plant_cfg.start_curve)
+        if "gait" in curve:  # the gait's start posture: the plant gets its joint angles
+            from dataclasses import replace
+
+            from aiko.control.gait import references
+            r0 = references(gait, 0.0, tc.nodes)
+            plant_cfg = replace(plant_cfg, start_curve=None, start_joint_angles=tuple(
+                (float(a), float(b)) for a, b in r0[:, :2]))
     if simulated and not config.scene.empty:   # so does a start inside an obstacle
         from .scene_file import check_clear
         where = SnakeModel(params, SolverParams(), config.scene)
@@ -208,8 +218,8 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
             if simulated:
                 say("starting the simulated Aiko ...")
                 udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
-                plant, ready = await start_plant(procs, plant_argv(tc, config.plant, params,
-                                                                   udp_port, config.scene))
+                plant, ready = await start_plant(procs, plant_argv(tc, plant_cfg, params, udp_port,
+                                                                   config.scene))
                 report.children[plant.name] = plant.pid
                 report.plant = ready
                 can_channel = ready["channel"]

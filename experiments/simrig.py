@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import can
+import numpy as np
 
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
@@ -32,6 +33,7 @@ from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter
 from aiko.model import SnakeModel, SnakeParams
 from aiko.model.errors import AikoError
+from aiko.model.posture import posture_from_joint_angles
 from aiko.model.scene import Scene
 
 from .plant import MocapView, PlantParams, SimulatedAiko, peg_objects
@@ -103,6 +105,13 @@ class SimulatedRig:
                 from .start_curve import load_start_curve, start_q
                 state = model.state_from_q(start_q(load_start_curve(plant.start_curve),
                                                    model.params, source=plant.start_curve))
+            elif plant.start_joint_angles is not None:
+                angles = np.array(plant.start_joint_angles, dtype=float).reshape(-1, 2)
+                if angles.shape[0] != config.nodes:
+                    raise RigStartError("start posture", f"{angles.shape[0]} joint angle pairs "
+                                                         f"for {config.nodes} joints")
+                state = model.state_from_q(posture_from_joint_angles(
+                    model.params, angles[:, 0], angles[:, 1]))
             self.aiko = SimulatedAiko(model, self.modules, state=state)
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
                                   seed=plant.seed, fixed=peg_objects(config.scene))

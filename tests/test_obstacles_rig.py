@@ -78,14 +78,15 @@ def test_simulate_writes_the_scene_beside_its_csv(tmp_path):
 
 @pytest.fixture(scope="module")
 def pegs_trial(tmp_path_factory):
-    """sidewinding, 4 s, the ideal simulated Aiko among two pegs."""
+    """lateral undulation, 4 s, the ideal simulated Aiko in the pegs-grid
+    field, started along the gait's curve (where the field leaves room)."""
     d = tmp_path_factory.mktemp("pegs")
-    scene = d / "pegs.toml"
-    scene.write_text(PEGS)
+    curve = d / "curve.toml"
+    curve.write_text("[curve]\ngait = true\n")
     out = d / "trial.mcap"
-    run = aiko_run("sidewinding", "--plant", "ideal", "--duration", "4", "--scene", str(scene),
-                   "--out", str(out))
-    return run, out, load_scene(scene)
+    run = aiko_run("lateral-undulation", "--plant", "ideal", "--duration", "4", "--scene",
+                   "pegs-grid", "--start-curve", str(curve), "--out", str(out))
+    return run, out, SCENE_PRESETS["pegs-grid"]
 
 
 def test_a_trial_among_pegs_keeps_its_scene_and_replays_with_it(pegs_trial, tmp_path):
@@ -93,10 +94,13 @@ def test_a_trial_among_pegs_keeps_its_scene_and_replays_with_it(pegs_trial, tmp_
     assert run.returncode == 0, run.stderr
     data = read_trial(out)
     logged = json.loads(data.metadata["scene"])
-    assert logged["peg"] == [{"x": 0.0, "y": -0.14, "radius": 0.05},
-                             {"x": 0.3, "y": 0.16, "radius": 0.04, "mu": 0.5}]
+    assert logged["name"] == "pegs-grid" and len(logged["peg"]) == 75
+    assert logged["peg"][0] == {"x": -1.45, "y": -0.575, "radius": 0.02}
     inp = load_replay(out)
     assert inp.scene == scene
+    # the snake went forward among the pegs (on the bare floor it slips back)
+    metrics = json.loads(out.with_suffix(".json").read_text())
+    assert metrics["distance_experiment_m"] > 0.4
     # the replay with the logged scene follows the trial's own parallel model
     # (the same model among the same pegs); without the pegs it does not
     res = replay_trial(out, out=tmp_path)
@@ -145,3 +149,12 @@ def test_flat_scene_files_are_the_flat_floor(tmp_path):
     f = tmp_path / "none.toml"
     f.write_text("")
     assert load_scene(f) == Scene()
+
+
+def test_a_start_inside_a_peg_is_refused_before_anything_starts(tmp_path):
+    out = tmp_path / "trial.mcap"
+    run = aiko_run("sidewinding", "--scene", "pegs-grid", "--out", str(out))
+    assert run.returncode == 2
+    assert "overlaps the peg at (-0.4, 0.025) m" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert not out.exists()
