@@ -6,6 +6,7 @@ packages.
 
 from .errors import AikoError, JointReferenceError, ParameterError, StateError
 from .params import CONTACT_LAWS, DRIVES, SOLVERS, SnakeParams, SolverParams
+from .scene import SCENE_PRESETS, Peg, Scene, SceneError, Step
 from .simulation import (ConvergenceWarning, SnakeModel, SnakeState, StepStats,
                          kernels_cached, warm_up)
 
@@ -13,4 +14,5 @@ __all__ = [
     "AikoError", "ParameterError", "StateError", "JointReferenceError",
     "SnakeParams", "SolverParams", "SOLVERS", "CONTACT_LAWS", "DRIVES",
     "SnakeModel", "SnakeState", "StepStats", "ConvergenceWarning", "kernels_cached", "warm_up",
+    "Scene", "Peg", "Step", "SceneError", "SCENE_PRESETS",
 ]

@@ -1078,10 +1078,14 @@ def ground_level(steps, x):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _obstacle_columns(W, R, n0, n1, n2, t0, t1, t2, s0, s1, s2, r0, r1, r2):
+def _obstacle_columns(W, mus, mu, R, n0, n1, n2, t0, t1, t2, s0, s1, s2, r0, r1, r2):
     """An obstacle contact's W (6, 5): normal n, friction directions t and s
     (spanning the obstacle's tangent plane) at the contact point r from G
-    (world frame), as (17)-(18), (21)-(22); no rolling columns."""
+    (world frame), as (17)-(18), (21)-(22); no rolling columns. Its friction
+    mus (3,) = [mu, mu, 0]: isotropic Coulomb, no rolling resistance."""
+    mus[0] = mu
+    mus[1] = mu
+    mus[2] = 0.0
     _set_column(W, 0, R, n0, n1, n2, r0, r1, r2, True)
     _set_column(W, 1, R, t0, t1, t2, r0, r1, r2, True)
     _set_column(W, 2, R, s0, s1, s2, r0, r1, r2, True)
@@ -1165,11 +1169,9 @@ def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount):
                             nx = hx / d
                             ny = hy / d
                         c = 2 * n + l * npg + k
-                        _obstacle_columns(Wc[c], R, nx, ny, 0.0, -ny, nx, 0.0, 0.0, 0.0, 1.0,
-                                          s * zx - L_SC * nx, s * zy - L_SC * ny, s * zz)
-                        cmu[c, 0] = pegs[k, 3]
-                        cmu[c, 1] = pegs[k, 3]
-                        cmu[c, 2] = 0.0
+                        _obstacle_columns(Wc[c], cmu[c], pegs[k, 3], R, nx, ny, 0.0, -ny, nx,
+                                          0.0, 0.0, 0.0, 1.0, s * zx - L_SC * nx,
+                                          s * zy - L_SC * ny, s * zz)
                         oc[l, cnt] = c
                         cnt += 1
                 k += 1
@@ -1187,12 +1189,9 @@ def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount):
                         nx = dx / d
                         nz = dz / d
                         c = 2 * n + n * npg + (l + sd * n) * ns + k
-                        _obstacle_columns(Wc[c], R, nx, 0.0, nz, 0.0, 1.0, 0.0, -nz, 0.0, nx,
-                                          side * L_GS * zx - L_SC * nx, side * L_GS * zy,
-                                          side * L_GS * zz - L_SC * nz)
-                        cmu[c, 0] = steps[k, 3]
-                        cmu[c, 1] = steps[k, 3]
-                        cmu[c, 2] = 0.0
+                        _obstacle_columns(Wc[c], cmu[c], steps[k, 3], R, nx, 0.0, nz, 0.0, 1.0,
+                                          0.0, -nz, 0.0, nx, side * L_GS * zx - L_SC * nx,
+                                          side * L_GS * zy, side * L_GS * zz - L_SC * nz)
                         oc[l, cnt] = c
                         cnt += 1
                     k += 1

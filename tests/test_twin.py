@@ -87,6 +87,14 @@ def test_kernels_without_jit_agree_with_compiled(tmp_path):
             s = initial_state_for_gait(m, g, height=0.001)
             s, st = m.run_steps(s, references(g, 0.3 + np.arange(40) * m.dt, 3))
             out.append(np.concatenate([s.q.ravel(), s.u.ravel(), [st.iterations]]))
+        # obstacles: a peg and a step within reach of the sliding snake
+        from aiko.model.scene import Peg, Scene, Step
+        m = SnakeModel(SnakeParams(n=4), scene=Scene((Peg(0.0, -0.11, 0.05),),
+                                                     (Step(0.27, 0.03),)))
+        s = m.state_from_q(m.initial_state().q, u=np.tile([0.4, -0.3, 0, 0, 0, 0], (4, 1)))
+        s, st = m.run_steps(s, np.zeros((40, 3, 4)))
+        assert s.active[8:].any()
+        out.append(np.concatenate([s.q.ravel(), s.u.ravel(), [st.iterations]]))
         np.save(sys.argv[1], np.array(out))
     """)
     results = []
