@@ -4,7 +4,8 @@
 :class:`FoxgloveView` serves, on ``host:port``, the same messages as the live
 page: ``/aiko/links`` (a 3D scene: the model's links as spheres joined by a
 line, red; the links motion capture sees, blue, the same way where it carries
-several, link 6 larger; both link-6 trails),
+several, link 6 larger; both link-6 trails; the scene's pegs as grey cylinders
+and its steps as slabs, entity ``obstacles``),
 ``/aiko/link6`` and ``/aiko/model/link6`` (x, y, z m), ``/aiko/steering``,
 ``/aiko/status`` and ``/aiko/events`` (JSON). Timestamps are wall-clock
 nanoseconds (Foxglove's live panels expect them); the trial clock's t is in
@@ -39,6 +40,10 @@ _TOPICS = {"link6": "/aiko/link6", "steering": "/aiko/steering", "status": "/aik
            "event": "/aiko/events", "fault": "/aiko/events"}
 TRAIL = 600
 """Points kept in each link-6 trail of the scene (30 s at 20 Hz)."""
+PEG_HEIGHT = 0.3
+"""Height the pegs are drawn with, m (the model's pegs have none)."""
+STEP_LENGTH = 4.0
+"""Extent the last step's top face and every step's width are drawn with, m."""
 SCENE_PERIOD_NS = 100_000_000
 """The scene is sent at most at 10 Hz (building it costs the trial's process
 about a millisecond)."""
@@ -50,8 +55,14 @@ class FoxgloveViewError(AikoError):
 
 
 class FoxgloveView:
-    def __init__(self, host: str = "127.0.0.1", port: int = 8766, name: str = "aiko") -> None:
+    """``pegs`` ((x, y, radius) m each) and ``steps`` ((x0, level above) m
+    each, sorted by x0): the obstacles drawn in the scene."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 8766, name: str = "aiko",
+                 pegs=(), steps=()) -> None:
         self.host, self.port, self.name = host, port, name
+        self.pegs = tuple(tuple(float(v) for v in p) for p in pegs)
+        self.steps = tuple(tuple(float(v) for v in s) for s in steps)
         self.published = 0
         self.errors = 0
         self._server = None
@@ -119,9 +130,10 @@ class FoxgloveView:
         if now - self._scene_sent < SCENE_PERIOD_NS:
             return
         self._scene_sent = now
-        from foxglove.messages import (Color, LinePrimitive, LinePrimitiveLineType, Point3,
-                                       Pose, Quaternion, SceneEntity, SceneUpdate,
-                                       SpherePrimitive, Timestamp, Vector3)
+        from foxglove.messages import (Color, CubePrimitive, CylinderPrimitive, LinePrimitive,
+                                       LinePrimitiveLineType, Point3, Pose, Quaternion,
+                                       SceneEntity, SceneUpdate, SpherePrimitive, Timestamp,
+                                       Vector3)
 
         ts = Timestamp.from_epoch_secs(now * 1e-9)
         red, blue = Color(r=0.78, g=0.06, b=0.18, a=1.0), Color(r=0.12, g=0.31, b=0.61, a=1.0)
@@ -150,4 +162,20 @@ class FoxgloveView:
                 spheres=[sphere(self._exp, blue, 0.08)] + [sphere(p, blue) for p in links],
                 lines=[strip(self._trail_exp, blue, 1.5)]
                 + ([strip(links, blue, 3.0)] if links else [])))
+        if self.pegs or self.steps:
+            grey = Color(r=0.42, g=0.56, b=0.14, a=0.85)
+            brown = Color(r=0.69, g=0.54, b=0.41, a=0.5)
+            cylinders = [CylinderPrimitive(
+                pose=Pose(position=Vector3(x=x, y=y, z=PEG_HEIGHT / 2), orientation=ident),
+                size=Vector3(x=2 * r, y=2 * r, z=PEG_HEIGHT), bottom_scale=1.0, top_scale=1.0,
+                color=grey) for x, y, r in self.pegs]
+            cubes = []
+            for k, (x0, level) in enumerate(self.steps):
+                x1 = self.steps[k + 1][0] if k + 1 < len(self.steps) else x0 + STEP_LENGTH
+                cubes.append(CubePrimitive(
+                    pose=Pose(position=Vector3(x=(x0 + x1) / 2, y=0.0, z=level / 2),
+                              orientation=ident),
+                    size=Vector3(x=x1 - x0, y=STEP_LENGTH, z=level), color=brown))
+            entities.append(SceneEntity(timestamp=ts, frame_id="world", id="obstacles",
+                                        cylinders=cylinders, cubes=cubes))
         self._scene.log(SceneUpdate(entities=entities), log_time=now)

@@ -68,10 +68,14 @@ class LiveView:
     connected pages to receive the last records."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 8765, *, title: str = "",
-                 interval: float = 0.05, linger: float = 1.0) -> None:
+                 interval: float = 0.05, linger: float = 1.0, pegs=(), steps=()) -> None:
         self.host = host
         self.port = port
         self.title = title
+        # the scene's obstacles, drawn in the path's panel: (x, y, radius) and
+        # (x0, level above) m
+        self.pegs = [[_r(v) for v in p] for p in pegs]
+        self.steps = [[_r(v) for v in s] for s in steps]
         self.interval = interval
         self.linger = linger
         self.records: list[str] = []
@@ -120,7 +124,8 @@ class LiveView:
                 wps = p.get("waypoints")
                 return {"k": "start", "title": self.title, "gait": p.get("gait"),
                         "steering": p.get("steering"), "target": _num(p.get("heading_target")),
-                        "waypoints": None if wps is None else [list(w) for w in wps]}
+                        "waypoints": None if wps is None else [list(w) for w in wps],
+                        "pegs": self.pegs, "steps": self.steps}
             if p.get("kind") == "trial_end":
                 return {"k": "end", "t": _r(p.get("t")), "reason": p.get("reason"),
                         "fault": p.get("fault")}

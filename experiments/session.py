@@ -189,13 +189,17 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         if config.live is not None:
             from aiko.drivers.live import LiveView
             live = await views.enter_async_context(LiveView(
-                *config.live, title=f"{gait.name} ({Path(config.out).stem})"))
+                *config.live, title=f"{gait.name} ({Path(config.out).stem})",
+                pegs=[(p.x, p.y, p.radius) for p in config.scene.pegs],
+                steps=[(s[0], s[2]) for s in config.scene.step_array(0.0)]))
             report.live_url = live.url
             viewers.append(live)
             say(f"live view: {live.url}")
         if config.foxglove is not None:
             from aiko.drivers.foxglove_view import FoxgloveView
-            fox = await views.enter_async_context(FoxgloveView(*config.foxglove))
+            fox = await views.enter_async_context(FoxgloveView(
+                *config.foxglove, pegs=[(p.x, p.y, p.radius) for p in config.scene.pegs],
+                steps=[(s[0], s[2]) for s in config.scene.step_array(0.0)]))
             report.foxglove_url = f"ws://{fox.host}:{fox.port}"
             viewers.append(fox)
             say(f"foxglove: open a connection to {report.foxglove_url}")

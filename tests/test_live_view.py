@@ -202,6 +202,50 @@ def test_foxglove_advertises_the_trial_and_sends_the_scene():
     assert fox.published == 3 and fox.errors == 1
 
 
+def test_the_live_page_gets_the_scenes_obstacles_with_the_start():
+    from aiko.drivers.live import LiveView
+
+    live = LiveView(port=0, pegs=[(0.5, 0.1, 0.05)], steps=[(1.0, 0.02), (1.5, 0.05)])
+    live.publish("event", {"kind": "trial_start", "gait": "lateral-undulation"})
+    start = json.loads(live.records[-1])
+    assert start["k"] == "start"
+    assert start["pegs"] == [[0.5, 0.1, 0.05]]
+    assert start["steps"] == [[1.0, 0.02], [1.5, 0.05]]
+
+
+def test_foxglove_draws_the_scenes_obstacles():
+    """Pegs and steps go out as the entity ``obstacles``: three cylinders and
+    two cubes more than the same scene without them."""
+    from aiko.drivers.foxglove_view import FoxgloveView
+
+    async def first_scene(**obstacles):
+        async with FoxgloveView(port=0, **obstacles) as fox:
+            async with connect(f"ws://127.0.0.1:{fox.port}",
+                               subprotocols=["foxglove.sdk.v1"]) as ws:
+                await asyncio.wait_for(ws.recv(), 5)
+                topics = {}
+                while "/aiko/links" not in topics:
+                    msg = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                    if msg["op"] == "advertise":
+                        topics.update({c["topic"]: c["id"] for c in msg["channels"]})
+                await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+                    {"id": 8, "channelId": topics["/aiko/links"]}]}))
+                await asyncio.sleep(0.3)
+                fox.publish("link6", {"t": 1.0, "frame": 1, "x": 0.2, "y": 0.0, "z": 0.05})
+                while True:
+                    m = await asyncio.wait_for(ws.recv(), 5)
+                    if isinstance(m, bytes) and m[0] == 1:
+                        return m[13:]
+
+    bare = asyncio.run(first_scene())
+    full = asyncio.run(first_scene(pegs=[(0.5, 0.1, 0.05), (1.0, -0.2, 0.02),
+                                         (1.5, 0.0, 0.03)],
+                                   steps=[(2.0, 0.02), (2.5, 0.04)]))
+    assert b"obstacles" in full and b"obstacles" not in bare
+    # each cylinder and cube carries a pose, a size and a colour: tens of bytes
+    assert len(full) - len(bare) > 5 * 40
+
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
@@ -343,4 +387,48 @@ def test_the_page_tells_a_failed_trial_and_a_lost_connection_apart(tmp_path):
                 assert driver.execute_script("return document.body.dataset.state") == "fault"
             assert driver.execute_script("return aikoLive.exp.length") == 40
     finally:
+        driver.quit()
+
+
+def olive_pixels(driver, canvas):
+    """Pixels of the pegs' colour (#6b8e23) on a canvas."""
+    return driver.execute_script(f"""
+        const c = document.getElementById('{canvas}');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4)
+            if (d[i + 3] > 200 && Math.abs(d[i] - 107) < 8 && Math.abs(d[i + 1] - 142) < 8
+                && Math.abs(d[i + 2] - 35) < 8) n++;
+        return n;""")
+
+
+def test_the_page_draws_the_pegs_in_view(tmp_path):
+    """Two pegs near the path (one 5 cm in radius, one 2 cm) and one far off:
+    the discs' pixels are those of the two in view, to scale."""
+    driver = browser(tempfile.mkdtemp(dir=tmp_path))
+    served = None
+    try:
+        counts = []
+        for pegs in ([], [(0.2, 0.1, 0.05), (0.3, -0.1, 0.02), (9.0, 9.0, 0.05)]):
+            served = ServedInThread()
+            served.live.pegs = [list(p) for p in pegs]
+            served.publish("event", {"t": 0.0, "kind": "trial_start", "gait": "sidewinding"})
+            for k in range(40):
+                served.publish("link6", {"t": k / 20, "frame": k, "x": 0.01 * k, "y": 0.0,
+                                         "z": 0.05})
+            driver.get(served.live.url)
+            assert wait_for_state(driver, ("running",)) == "running"
+            time.sleep(0.5)
+            counts.append(olive_pixels(driver, "path"))
+            served.close()
+            served = None
+        assert counts[0] == 0
+        # the path's panel shows about 0.6 m across 590 px here (~1000 px/m): the two
+        # discs cover pi (50^2 + 20^2) ~ 9100 px; most of them in the exact colour (the
+        # path's line and the discs' anti-aliased rims aside); a peg drawn as a dot or not
+        # at all gives a few dozen
+        assert counts[1] > 3000
+    finally:
+        if served is not None:
+            served.close()
         driver.quit()

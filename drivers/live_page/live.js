@@ -113,6 +113,7 @@ function drawPath() {
   const hx = (w - m.l - m.r) / s / 2, hy = (h - m.t - m.b) / s / 2;
   b = [cx - hx, cx + hx, cy - hy, cy + hy];
   const [X, Y] = axes(ctx, w, h, m, b, "x [m]", "y [m]");
+  drawScene(ctx, X, Y, s, b);
   if (wp.length) line(ctx, wp, X, Y, "x", "y", GREEN, 1.5, [6, 4]);
   line(ctx, S.model, X, Y, "x", "y", RED, 1.6, [5, 3]);
   line(ctx, S.exp, X, Y, "x", "y", BLUE, 2);
@@ -120,6 +121,26 @@ function drawPath() {
     if (!pts.length) continue;
     const p = pts[pts.length - 1];
     ctx.fillStyle = col; ctx.beginPath(); ctx.arc(X(p.x), Y(p.y), 4, 0, 2 * Math.PI); ctx.fill();
+  }
+}
+
+// the scene's steps (a band from each edge, darker as the floor rises) and
+// pegs (olive discs to scale), those in view
+function drawScene(ctx, X, Y, s, b) {
+  const st = S.start || {}, steps = st.steps || [], pegs = st.pegs || [];
+  steps.forEach(([x0, level], k) => {
+    if (x0 > b[1]) return;
+    const x1 = k + 1 < steps.length ? Math.min(steps[k + 1][0], b[1]) : b[1];
+    ctx.fillStyle = "rgba(176, 137, 104, " + Math.min(0.12 + 0.08 * k, 0.4) + ")";
+    ctx.fillRect(X(Math.max(x0, b[0])), Y(b[3]), X(x1) - X(Math.max(x0, b[0])), Y(b[2]) - Y(b[3]));
+    ctx.strokeStyle = "#7f5539"; ctx.lineWidth = 1.2;
+    ctx.beginPath(); ctx.moveTo(X(x0), Y(b[2])); ctx.lineTo(X(x0), Y(b[3])); ctx.stroke();
+    ctx.fillStyle = "#7f5539"; ctx.fillText("+" + Math.round(level * 1000) / 10 + " cm", X(x0) + 3, Y(b[3]) + 12);
+  });
+  ctx.fillStyle = "#6b8e23";
+  for (const [x, y, r] of pegs) {
+    if (x + r < b[0] || x - r > b[1] || y + r < b[2] || y - r > b[3]) continue;
+    ctx.beginPath(); ctx.arc(X(x), Y(y), Math.max(r * s, 2), 0, 2 * Math.PI); ctx.fill();
   }
 }
 
