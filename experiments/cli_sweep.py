@@ -27,6 +27,8 @@ def add_parser(sub) -> None:
     s.add_argument("--metric", choices=("distance", "speed", "heading", "path"),
                    default="distance", help="what the figure shows (default distance)")
     add_executor_options(s)
+    s.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor for every point (a scene file or a preset)")
     s.add_argument("--out", type=Path, default=Path("."), metavar="DIR")
     s.set_defaults(func=cmd_sweep)
 
@@ -51,14 +53,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if not args.out.is_dir():
         raise ArgError(f"aiko sweep: --out {args.out}: no such folder")
+    from .scene_file import load_scene
     gait = get_gait(args.gait)
     grid = parse_grid(args.grid)
+    scene = load_scene(args.scene)
     n_points = len(grid_points(grid))
     w0 = time.perf_counter()
     with open_executor(*executor_args(args)) as ex:
         with tqdm(total=n_points, unit="point", disable=not sys.stderr.isatty()) as bar:
             rows = run_sweep(gait, grid, args.duration, executor=ex,
-                             progress=lambda: bar.update())
+                             progress=lambda: bar.update(), scene=scene)
     wall = time.perf_counter() - w0
     stem = f"sweep-{gait.name}"
     table = write_table(args.out / f"{stem}.csv", rows)

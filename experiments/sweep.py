@@ -25,8 +25,10 @@ import numpy as np
 from aiko.control.gait import Gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
+from aiko.model.scene import Scene
 
-from .simulate import LINK_OF_INTEREST, simulate_gait
+from .scene_file import check_clear
+from .simulate import LINK_OF_INTEREST, initial_state_for_gait, simulate_gait
 
 __all__ = ["SweepError", "parse_grid", "grid_points", "sweep_point", "run_sweep",
            "sweep_figure", "METRICS", "GRID_KEYS", "ROW_KEYS"]
@@ -106,16 +108,20 @@ def _setup(gait: Gait, point: dict, n: int) -> tuple[Gait, SnakeParams]:
 
 
 def sweep_point(gait: Gait, point: dict, duration: float, n: int = 11,
-                solver: SolverParams | None = None) -> dict:
-    """One point of a sweep: the row of the table (see the module docstring)."""
+                solver: SolverParams | None = None, scene: Scene | None = None) -> dict:
+    """One point of a sweep: the row of the table (see the module docstring),
+    among ``scene``'s obstacles (a start posture inside one is the row's
+    error)."""
     row = {**point, **{k: math.nan for k in ROW_KEYS}, "error": ""}
     w0 = time.perf_counter()
     try:
         g, params = _setup(gait, point, n)
-        model = SnakeModel(params, solver or SolverParams())
+        model = SnakeModel(params, solver or SolverParams(), scene or Scene())
+        start = initial_state_for_gait(model, g)
+        check_clear(model, start, "the start posture")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # counted in the row
-            res = simulate_gait(model, g, duration, rate=20.0)
+            res = simulate_gait(model, g, duration, rate=20.0, state=start)
         p = res.link(min(LINK_OF_INTEREST, n))
         if not np.all(np.isfinite(p)):
             raise FloatingPointError("the simulation diverged (non-finite positions)")
@@ -135,18 +141,19 @@ def sweep_point(gait: Gait, point: dict, duration: float, n: int = 11,
 
 
 def run_sweep(gait: Gait, grid: dict[str, np.ndarray], duration: float, executor=None,
-              n: int = 11, progress=None) -> list[dict]:
+              n: int = 11, progress=None, scene: Scene | None = None) -> list[dict]:
     """Every grid point on ``executor`` (in this process when None); rows in
     grid order. ``progress()`` is called once per finished point."""
     points = grid_points(grid)
     if executor is None:
         rows = []
         for p in points:
-            rows.append(sweep_point(gait, p, duration, n))
+            rows.append(sweep_point(gait, p, duration, n, scene=scene))
             if progress is not None:
                 progress()
         return rows
-    futures = [executor.submit(sweep_point, gait, p, duration, n) for p in points]
+    futures = [executor.submit(sweep_point, gait, p, duration, n, None, scene)
+               for p in points]
     if progress is not None:
         import concurrent.futures as cf
 

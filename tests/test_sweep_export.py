@@ -143,3 +143,17 @@ def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert f"executor tcp://127.0.0.1:{port}: cannot reach the scheduler" in r.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_a_sweep_among_pegs():
+    """The amplitude of lateral undulation in the pegs-grid field: the preset's
+    40 deg goes forward; 20 deg starts inside a peg of the middle row (a row
+    with its error, the sweep goes on)."""
+    from aiko.model.scene import SCENE_PRESETS
+
+    rows = run_sweep(PRESETS["lateral-undulation"], parse_grid("A_h=20:40:2"), 3.0,
+                     scene=SCENE_PRESETS["pegs-grid"])
+    assert "overlaps the peg at" in rows[0]["error"]
+    # forward (+x, give or take link 6's own swing), where the bare floor goes back
+    assert rows[1]["error"] == "" and rows[1]["distance_m"] > 0.3
+    assert abs(rows[1]["heading_deg"]) < 30
