@@ -95,6 +95,10 @@ class SimulatedRig:
                         for i in range(1, config.nodes + 1)]
         self.aiko: SimulatedAiko | None = None
         self.view: MocapView | None = None
+        if plant is not None and config.nodes + 1 + len(config.scene.pegs) > 255:
+            raise RigStartError("scene", f"{len(config.scene.pegs)} pegs and "
+                                         f"{config.nodes + 1} links: a Tracker datagram "
+                                         "carries at most 255 objects")
         if plant is not None:
             mu_x = plant.mu_x if plant.mu_x is not None else config.mu_x
             mu_y = plant.mu_y if plant.mu_y is not None else config.mu_y

@@ -64,7 +64,8 @@ def test_the_page_its_script_and_the_stream_with_the_history_for_late_pages():
             async with connect(f"ws://127.0.0.1:{live.port}/ws") as ws:
                 recs = await take(ws, 1203)
             assert recs[0] == {"k": "start", "title": "t", "gait": "g", "steering": "path",
-                               "target": None, "waypoints": [[0.0, 0.0], [1.0, 0.5]]}
+                               "target": None, "waypoints": [[0.0, 0.0], [1.0, 0.5]],
+                               "pegs": [], "steps": []}
             assert [r["k"] for r in recs[1:1201]] == ["exp"] * 1200
             assert recs[1200]["x"] == pytest.approx(1.199)
             assert recs[1201]["k"] == "steer" and recs[1201]["heading"] is None

@@ -158,3 +158,12 @@ def test_a_start_inside_a_peg_is_refused_before_anything_starts(tmp_path):
     assert "overlaps the peg at (-0.4, 0.025) m" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_more_pegs_than_a_tracker_datagram_carries_is_a_clear_error():
+    from aiko.experiments.plant import PlantParams
+    from aiko.experiments.simrig import RigConfig, RigStartError, SimulatedRig
+
+    many = Scene(tuple(Peg(0.2 * i, 5.0, 0.05) for i in range(250)))
+    with pytest.raises(RigStartError, match="at most 255 objects"):
+        SimulatedRig(RigConfig(plant=PlantParams(), scene=many))
