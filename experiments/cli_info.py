@@ -34,6 +34,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"{info['file']}: {info['gait']} on the {info['rig']} rig, {info['nodes']} nodes, "
           f"{info['duration_s']:.1f} s, {info['gait_periods']} gait periods"
           + ("" if info["complete"] else " (the file ends early)"))
+    if info["scene"] is not None:
+        print(f"  scene: {info['scene']}")
     print(f"  phases: {', '.join(p or '?' for p in info['phases']) or '-'}; end: "
           f"{info['end'] or '-'}")
     for f in info["faults"]:

@@ -145,8 +145,23 @@ def trial_info(data: TrialData) -> dict:
         "end": ends[-1][1]["data"].get("reason") if ends else None,
         "comparison": comparison[-1][1].get("metrics") if comparison else None,
         "steering": _steering(data),
+        "scene": _scene(meta("scene")),
         "attachments": sorted(data.attachments),
     }
+
+
+def _scene(raw) -> str | None:
+    """The logged scene in one line (None: a log from before scenes; "flat
+    floor" when it had none)."""
+    if raw is None:
+        return None
+    from aiko.model.scene import SceneError
+
+    from .scene_file import scene_from_json
+    try:
+        return scene_from_json(raw).describe()
+    except (SceneError, TypeError, ValueError) as exc:
+        return f"unreadable ({exc})"
 
 
 def _steering(data: TrialData) -> dict | None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from aiko.drivers.mocap import decode_object_stream
+from aiko.experiments.export import trial_info
 from aiko.experiments.replay import load_replay
 from aiko.experiments.replay_files import replay_trial, simulate_replay
 from aiko.experiments.scene_file import load_scene, scene_toml
@@ -95,6 +96,7 @@ def test_a_trial_among_pegs_keeps_its_scene_and_replays_with_it(pegs_trial, tmp_
     data = read_trial(out)
     logged = json.loads(data.metadata["scene"])
     assert logged["name"] == "pegs-grid" and len(logged["peg"]) == 75
+    assert trial_info(data)["scene"] == "pegs-grid: 75 pegs"
     assert logged["peg"][0] == {"x": -1.45, "y": -0.575, "radius": 0.02}
     inp = load_replay(out)
     assert inp.scene == scene

@@ -122,6 +122,7 @@ def test_csv_export_and_info(ideal_trial, tmp_path):
     assert info["gait"] == "sidewinding" and info["rig"] == "simulated"
     assert info["gait_periods"] == 51 and info["phases"][:3] == ["bring-up", "ramp", "gait"]
     assert info["comparison"]["rms_error_m"] < 0.01
+    assert info["scene"] == "flat floor"
     r = aiko("info", str(ideal_trial[1]), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["channels"] == info["channels"]
     r = aiko("export", str(ideal_trial[1]), "--format", "blf", "--out", str(tmp_path))
