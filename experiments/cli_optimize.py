@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -58,6 +59,9 @@ def add_parser(sub) -> None:
                    help="with --backlash-deg: the modules' servo (default module)")
     s.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
                    help="model time step (default: the model's)")
+    s.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor for every candidate (a scene file or a "
+                        "preset, pegs-grid)")
     add_executor_options(s)
     s.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="the run's folder (created; an existing run there is continued)")
@@ -73,14 +77,17 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import OptimizeConfig, parse_bounds, parse_mu, parse_vary
     from .optimize_run import RunFolder, write_outputs
 
+    from .scene_file import load_scene, scene_json
     gait = get_gait(args.gait)
     vary = parse_vary(args.vary)
+    scene = load_scene(args.scene)
     config = OptimizeConfig(vary=vary, bounds=parse_bounds(args.bounds, vary),
                             objective=args.objective, duration=args.duration,
                             mu=parse_mu(args.mu), robust=args.robust, budget=args.budget,
                             popsize=args.popsize, seed=args.seed, max_duty=args.max_duty,
                             max_lift=args.max_lift, dt=args.dt, sigma0=args.sigma0,
-                            backlash_deg=args.backlash_deg, servo=args.servo)
+                            backlash_deg=args.backlash_deg, servo=args.servo,
+                            scene=None if scene.empty else json.loads(scene_json(scene)))
     try:
         folder = RunFolder.open(args.out, gait, config)
     except OSError as exc:

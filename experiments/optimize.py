@@ -10,7 +10,8 @@ file units: degrees, degrees per second). It is judged in three steps:
    An infeasible candidate is not simulated; its *violation* (how far beyond
    the limits, radians plus the excess fraction of the speed) ranks it.
 2. **Simulated** on the model for ``duration`` s on each floor friction asked
-   for. A diverging simulation makes the candidate infeasible (recorded with
+   for, among the obstacles of ``scene`` if one is given (a candidate whose
+   start posture lies inside one is infeasible). A diverging simulation makes the candidate infeasible (recorded with
    its error), never a crash; so does one that throws a link's centre more
    than ``max_lift`` above its resting height (a snake tumbling or flailing,
    far from the motions the model was validated on; the paper's sidewinding
@@ -55,9 +56,11 @@ from aiko.control.gait import JOINT_LIMIT, Gait
 from aiko.control.preflight import OMEGA_MAX, preflight
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
+from aiko.model.scene import Scene, SceneError
 
 from .bounds import parse_bounds_spec
-from .simulate import simulate_gait
+from .scene_file import check_clear, scene_from_json
+from .simulate import initial_state_for_gait, simulate_gait
 
 __all__ = ["OptimizeError", "OptimizeConfig", "DEFAULT_BOUNDS", "VARY_KEYS", "INFEASIBLE",
            "parse_vary", "parse_bounds", "parse_mu", "candidate_gait", "evaluate_candidate",
@@ -115,6 +118,7 @@ class OptimizeConfig:
     servo: str = "module"               # its modules' servo (with backlash_deg)
     n: int = 11
     dt: float | None = None             # model step (None: the default)
+    scene: dict | None = None           # obstacles, as scene_file.scene_json's object
 
     def __post_init__(self) -> None:
         if self.objective not in ("speed", "cot", "both"):
@@ -211,7 +215,6 @@ def _simulate(model: SnakeModel, g: Gait, duration: float, backlash_deg: float |
     from aiko.control.gait import references, soft_start_times
 
     from .plant import drive_plant
-    from .simulate import initial_state_for_gait
 
     nj = model.n - 1
     t_refs = np.arange(int(math.ceil(duration / PERIOD - 1e-9))) * PERIOD
@@ -233,7 +236,8 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
                        mu: Sequence[float] = (), robust: str = "worst", n: int = 11,
                        max_duty: float = 0.8, dt: float | None = None,
                        max_lift: float = 0.12, backlash_deg: float | None = None,
-                       servo: str = "module", drive: str | None = None) -> dict:
+                       servo: str = "module", drive: str | None = None,
+                       scene: Scene | None = None) -> dict:
     """One candidate: feasibility, simulation on each friction, the measures
     (module docstring). A dict with the keys of HISTORY_KEYS that concern it
     (feasible, speed_m_s, cot, work_J, distance_m, violation, reason, wall_s)
@@ -269,7 +273,12 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
         if drive is not None:
             solver = replace(solver, drive=drive)
         try:
-            model = SnakeModel(SnakeParams(**kw), solver)
+            model = SnakeModel(SnakeParams(**kw), solver, scene or Scene())
+            try:
+                check_clear(model, initial_state_for_gait(model, g), "its start posture")
+            except SceneError as exc:
+                row.update(violation=1.0, wall_s=time.perf_counter() - w0, reason=exc.reason)
+                return row
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 t, positions, work = _simulate(model, g, duration, backlash_deg, servo)
@@ -306,7 +315,8 @@ def evaluate_point(gait: Gait, point: dict[str, float], config: "OptimizeConfig"
     """:func:`evaluate_candidate` with the search's settings."""
     return evaluate_candidate(gait, point, config.duration, config.mu, config.robust,
                               config.n, config.max_duty, config.dt, config.max_lift,
-                              config.backlash_deg, config.servo)
+                              config.backlash_deg, config.servo,
+                              scene=scene_from_json(config.scene))
 
 
 def objective_values(row: dict, objective: str) -> list[float]:

@@ -70,6 +70,8 @@ class RunFolder:
         settings = path / _SETTINGS
         search = {"gait": gait.to_toml_dict(), **config.to_dict()}
         search.pop("budget")
+        if search.get("scene") is None:  # as runs from before scenes recorded it
+            search.pop("scene", None)
         search = json.loads(json.dumps(search))     # as it reads back from the file
         if settings.exists():
             try:

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from aiko.control.gait import PRESETS, load_gait_toml
 from aiko.experiments.optimize import (INFEASIBLE, OptimizeConfig, OptimizeError,
-                                       evaluate_candidate, objective_values, pareto_front,
+                                       evaluate_candidate, evaluate_point, objective_values,
+                                       pareto_front,
                                        parse_bounds, parse_mu, parse_vary, run_optimization)
 from aiko.experiments.optimize_run import RunFolder
 
@@ -288,3 +289,42 @@ def test_run_folder_continues_only_its_own_search(tmp_path):
     with pytest.raises(OptimizeError, match="differs in objective"):
         RunFolder.open(tmp_path, SIDEWINDING, OptimizeConfig(**{**config.__dict__,
                                                                 "objective": "cot"}))
+
+
+def test_candidates_among_pegs():
+    """In the pegs-grid field lateral undulation's own gait goes forward; a
+    smaller amplitude would start inside a peg: infeasible, with the reason,
+    not simulated. A run folder keeps the scene in its search and refuses to
+    continue under another one."""
+    from aiko.experiments.scene_file import scene_json
+    from aiko.model.scene import SCENE_PRESETS
+
+    grid = SCENE_PRESETS["pegs-grid"]
+    gait = PRESETS["lateral-undulation"]
+    row = evaluate_candidate(gait, {"A_h": 40.0}, 3.0, scene=grid)
+    assert row["feasible"], row
+    assert row["distance_m"] > 0.2 and row["speed_m_s"] > 0.05
+    bad = evaluate_candidate(gait, {"A_h": 20.0}, 3.0, scene=grid)
+    assert not bad["feasible"] and "overlaps the peg" in bad["reason"]
+    assert bad["wall_s"] < 1.0
+    mapping = json.loads(scene_json(grid))
+    config = OptimizeConfig(vary=("A_h", "delta_h"), bounds=parse_bounds(None, ["A_h", "delta_h"]),
+                            budget=4, popsize=4, duration=0.5, scene=mapping)
+    row = evaluate_point(gait, {"A_h": 20.0, "delta_h": -50.0}, config)
+    assert "overlaps the peg" in row["reason"]
+
+
+def test_a_run_folder_keeps_its_scene(tmp_path):
+    from aiko.experiments.scene_file import scene_json
+    from aiko.model.scene import Peg, Scene
+
+    far = json.loads(scene_json(Scene((Peg(9.0, 9.0, 0.05),))))
+    config = OptimizeConfig(vary=("A_h", "delta_h"), bounds=parse_bounds(None, ["A_h", "delta_h"]),
+                            budget=4, popsize=4, duration=0.5, scene=far)
+    folder = RunFolder.open(tmp_path, SIDEWINDING, config)
+    folder.run(evaluate=known(lambda p: -abs(p["A_h"] - 25)))
+    settings_doc = json.loads((tmp_path / "optimize.json").read_text())
+    assert settings_doc["search"]["scene"]["peg"] == [{"x": 9.0, "y": 9.0, "radius": 0.05}]
+    with pytest.raises(OptimizeError, match="differs in scene"):
+        RunFolder.open(tmp_path, SIDEWINDING, OptimizeConfig(**{**config.__dict__,
+                                                                "scene": None}))
