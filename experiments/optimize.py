@@ -56,10 +56,10 @@ from aiko.control.gait import JOINT_LIMIT, Gait
 from aiko.control.preflight import OMEGA_MAX, preflight
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
-from aiko.model.scene import Scene, SceneError
+from aiko.model.scene import Scene
 
 from .bounds import parse_bounds_spec
-from .scene_file import check_clear, scene_from_json
+from .scene_file import StartInsideObstacle, check_clear, scene_from_json
 from .simulate import initial_state_for_gait, simulate_gait
 
 __all__ = ["OptimizeError", "OptimizeConfig", "DEFAULT_BOUNDS", "VARY_KEYS", "INFEASIBLE",
@@ -276,8 +276,9 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
             model = SnakeModel(SnakeParams(**kw), solver, scene or Scene())
             try:
                 check_clear(model, initial_state_for_gait(model, g), "its start posture")
-            except SceneError as exc:
-                row.update(violation=1.0, wall_s=time.perf_counter() - w0, reason=exc.reason)
+            except StartInsideObstacle as exc:  # ranked by depth: the search walks out
+                row.update(violation=1.0 + exc.depth / model.params.L_SC,
+                           wall_s=time.perf_counter() - w0, reason=exc.reason)
                 return row
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)

@@ -22,7 +22,7 @@ from pathlib import Path
 from aiko.model.scene import SCENE_PRESETS, Scene, SceneError, scene_from_mapping
 
 __all__ = ["load_scene", "scene_toml", "scene_json", "scene_from_json", "write_scene_beside",
-           "check_clear"]
+           "check_clear", "StartInsideObstacle"]
 
 
 def load_scene(spec: str | Path | None) -> Scene:
@@ -89,10 +89,18 @@ def write_scene_beside(path: Path, scene: Scene) -> Path | None:
     return out
 
 
+class StartInsideObstacle(SceneError):
+    """A start posture inside a peg or a step; ``depth`` (m) how deep."""
+
+    def __init__(self, reason: str, depth: float) -> None:
+        self.depth = depth
+        super().__init__("start posture", reason)
+
+
 def check_clear(model, state, who: str = "the snake", tol: float = 1e-6) -> None:
-    """SceneError unless ``state`` (of ``model``, whose scene it is) is clear
-    of every obstacle: a snake that starts inside a peg or a step stays
-    stuck there (the contact laws act on velocities)."""
+    """StartInsideObstacle unless ``state`` (of ``model``, whose scene it is)
+    is clear of every obstacle: a snake that starts inside a peg or a step
+    stays stuck there (the contact laws act on velocities)."""
     import numpy as np
 
     scene = model.scene
@@ -103,11 +111,11 @@ def check_clear(model, state, who: str = "the snake", tol: float = 1e-6) -> None
     if gp.size and gp.min() < -tol:
         link, k = np.unravel_index(int(np.argmin(gp)), gp.shape)
         x, y = model._pegs[k, :2]
-        raise SceneError("start posture", f"{who} overlaps the peg at ({x:g}, {y:g}) m by "
-                                          f"{-1000 * gp.min():.1f} mm (link {link + 1}); start "
-                                          "it elsewhere (a curved start, --start-curve) or "
-                                          "move the peg")
-    if (gs.size and gs.min() < -tol) or ground.min() < -tol:
-        raise SceneError("start posture", f"{who} starts inside a step by "
-                                          f"{-1000 * min(gs.min() if gs.size else 0.0, ground.min()):.1f}"
-                                          " mm; move the step or the start")
+        raise StartInsideObstacle(f"{who} overlaps the peg at ({x:g}, {y:g}) m by "
+                                  f"{-1000 * gp.min():.1f} mm (link {link + 1}); start it "
+                                  "elsewhere (a curved start, --start-curve) or move the peg",
+                                  float(-gp.min()))
+    step = min(gs.min() if gs.size else 0.0, ground.min())
+    if step < -tol:
+        raise StartInsideObstacle(f"{who} starts inside a step by {-1000 * step:.1f} mm; "
+                                  "move the step or the start", float(-step))

@@ -307,6 +307,9 @@ def test_candidates_among_pegs():
     bad = evaluate_candidate(gait, {"A_h": 20.0}, 3.0, scene=grid)
     assert not bad["feasible"] and "overlaps the peg" in bad["reason"]
     assert bad["wall_s"] < 1.0
+    # deeper inside, further from feasible: the strategies walk back out
+    worse = evaluate_candidate(gait, {"A_h": 10.0}, 3.0, scene=grid)
+    assert worse["violation"] > bad["violation"] > 1.0
     mapping = json.loads(scene_json(grid))
     config = OptimizeConfig(vary=("A_h", "delta_h"), bounds=parse_bounds(None, ["A_h", "delta_h"]),
                             budget=4, popsize=4, duration=0.5, scene=mapping)
