@@ -190,16 +190,14 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
             from aiko.drivers.live import LiveView
             live = await views.enter_async_context(LiveView(
                 *config.live, title=f"{gait.name} ({Path(config.out).stem})",
-                pegs=[(p.x, p.y, p.radius) for p in config.scene.pegs],
-                steps=[(s[0], s[2]) for s in config.scene.step_array(0.0)]))
+                **_obstacles_drawn(config.scene)))
             report.live_url = live.url
             viewers.append(live)
             say(f"live view: {live.url}")
         if config.foxglove is not None:
             from aiko.drivers.foxglove_view import FoxgloveView
             fox = await views.enter_async_context(FoxgloveView(
-                *config.foxglove, pegs=[(p.x, p.y, p.radius) for p in config.scene.pegs],
-                steps=[(s[0], s[2]) for s in config.scene.step_array(0.0)]))
+                *config.foxglove, **_obstacles_drawn(config.scene)))
             report.foxglove_url = f"ws://{fox.host}:{fox.port}"
             viewers.append(fox)
             say(f"foxglove: open a connection to {report.foxglove_url}")
@@ -277,6 +275,13 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
 def _with_channel(tc: TrialConfig, channel: str) -> TrialConfig:
     from dataclasses import replace
     return replace(tc, can_interface="slcan", can_channel=channel)
+
+
+def _obstacles_drawn(scene: Scene) -> dict:
+    """What the viewers draw of the scene: pegs (x, y, radius) and steps (x0,
+    level above), m."""
+    return {"pegs": [(p.x, p.y, p.radius) for p in scene.pegs],
+            "steps": [(s[0], s[2]) for s in scene.step_array(0.0)]}
 
 
 def _metadata(tc: TrialConfig, gait: Gait, config: SessionConfig) -> dict:

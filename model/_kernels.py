@@ -753,7 +753,7 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
 def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs, ccount, rr,
                gA, Pnew, sv, cmu):
     """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
-    rear sphere; normal, friction, rolling, the velocities following each
+    rear sphere, then its obstacle contacts; normal, friction, rolling, the velocities following each
     projection, Gehring et al. after (19)), with the joints' impulses exact at
     every update, until converged or max_iter sweeps. Each link's contacts are
     passed over up to ``link_passes`` times before the sweep moves on (a block
@@ -872,8 +872,8 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
                     g += Wc[c, j, k] * ul[j]
                 gam[k] = g
             for grp in range(3):
-                _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1], cmu[c, 2],
-                                      Pnew)
+                _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1],
+                              cmu[c, 2], Pnew)
     res = 0.0
     imp_ok = True
     d_n = 0.0

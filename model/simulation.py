@@ -29,8 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _kernels as K
-from .errors import JointReferenceError, StateError
-from .errors import ParameterError
+from .errors import JointReferenceError, ParameterError, StateError
 from .params import SnakeParams, SolverParams
 from .posture import posture_from_joint_angles, straight_posture
 from .scene import Scene
