@@ -33,16 +33,11 @@ from machine import describe  # noqa: E402
 
 from aiko.control import PRESETS  # noqa: E402
 from aiko.experiments.simulate import initial_state_for_gait, simulate_gait  # noqa: E402
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeState, warm_up  # noqa: E402
+from aiko.model import ConvergenceWarning, SnakeModel, warm_up  # noqa: E402
 from aiko.model.posture import posture_along  # noqa: E402
 from aiko.model.scene import SCENE_PRESETS, Peg, Scene, Step  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
-
-
-def _deepest(model: SnakeModel, state: SnakeState) -> float:
-    gp, gs = model.obstacle_gaps(state)
-    return min([model.contact_gaps(state).min(), *gp.ravel(), *gs.ravel()])
 
 
 def pegs_vs_floor(duration: float):
@@ -58,7 +53,7 @@ def pegs_vs_floor(duration: float):
         d = com[-1, :2] - com[0, :2]
         print(f"  {label:10s}: centre of mass moved ({d[0]:+.3f}, {d[1]:+.3f}) m, "
               f"{np.hypot(*d):.3f} m; mean speed along x {d[0] / duration * 100:+.2f} cm/s; "
-              f"deepest gap {1000 * _deepest(model, res.final_state):+.3f} mm at the end; "
+              f"deepest gap {1000 * model.clearance(res.final_state):+.3f} mm at the end; "
               f"unconverged steps {res.stats.unconverged}")
     return out
 
@@ -150,7 +145,7 @@ def _sampled(model: SnakeModel, gait, q0, duration: float):
             unconverged += res.stats.unconverged
             ts.append(res.t[1:] if ts else res.t)
             pos.append(res.positions[1:] if pos else res.positions)
-            deepest = min(deepest, _deepest(model, state))
+            deepest = min(deepest, model.clearance(state))
     return np.concatenate(ts), np.concatenate(pos), deepest, unconverged
 
 

@@ -4,7 +4,7 @@
 :class:`FoxgloveView` serves, on ``host:port``, the same messages as the live
 page: ``/aiko/links`` (a 3D scene: the model's links as spheres joined by a
 line, red; the links motion capture sees, blue, the same way where it carries
-several, link 6 larger; both link-6 trails; the scene's pegs as grey cylinders
+several, link 6 larger; both link-6 trails; the scene's pegs as olive cylinders
 and its steps as slabs, entity ``obstacles``),
 ``/aiko/link6`` and ``/aiko/model/link6`` (x, y, z m), ``/aiko/steering``,
 ``/aiko/status`` and ``/aiko/events`` (JSON). Timestamps are wall-clock
@@ -163,12 +163,12 @@ class FoxgloveView:
                 lines=[strip(self._trail_exp, blue, 1.5)]
                 + ([strip(links, blue, 3.0)] if links else [])))
         if self.pegs or self.steps:
-            grey = Color(r=0.42, g=0.56, b=0.14, a=0.85)
+            olive = Color(r=0.42, g=0.56, b=0.14, a=0.85)
             brown = Color(r=0.69, g=0.54, b=0.41, a=0.5)
             cylinders = [CylinderPrimitive(
                 pose=Pose(position=Vector3(x=x, y=y, z=PEG_HEIGHT / 2), orientation=ident),
                 size=Vector3(x=2 * r, y=2 * r, z=PEG_HEIGHT), bottom_scale=1.0, top_scale=1.0,
-                color=grey) for x, y, r in self.pegs]
+                color=olive) for x, y, r in self.pegs]
             cubes = []
             for k, (x0, level) in enumerate(self.steps):
                 x1 = self.steps[k + 1][0] if k + 1 < len(self.steps) else x0 + STEP_LENGTH

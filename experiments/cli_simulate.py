@@ -149,10 +149,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(f"drive work {st.work:.3f} J (the motors' positive mechanical work), centre of mass "
           f"moved {moved:.4f} m, cost of transport {res.cost_of_transport():.3g}")
     if not scene.empty:
-        gp, gs = model.obstacle_gaps(res.final_state)
-        deepest = min([model.contact_gaps(res.final_state).min(), *gp.ravel(), *gs.ravel()])
         print(f"obstacles: {int(res.final_state.active[2 * params.n:].sum())} contacts at the "
-              f"end; deepest gap to floor or obstacle {1000 * deepest:+.3f} mm")
+              f"end; deepest gap to floor or obstacle "
+              f"{1000 * model.clearance(res.final_state):+.3f} mm")
     print(f"steps {st.steps}, solver iterations mean {st.mean_iterations:.1f} max "
           f"{st.max_iterations}, unconverged steps {st.unconverged}")
     print(f"wall {res.wall_time:.2f} s, {res.us_per_step:.1f} us/step, "

@@ -11,8 +11,8 @@ file units: degrees, degrees per second). It is judged in three steps:
    the limits, radians plus the excess fraction of the speed) ranks it.
 2. **Simulated** on the model for ``duration`` s on each floor friction asked
    for, among the obstacles of ``scene`` if one is given (a candidate whose
-   start posture lies inside one is infeasible). A diverging simulation makes the candidate infeasible (recorded with
-   its error), never a crash; so does one that throws a link's centre more
+   start posture lies inside one is infeasible). A diverging simulation makes
+   the candidate infeasible (recorded with its error), never a crash; so does one that throws a link's centre more
    than ``max_lift`` above its resting height (a snake tumbling or flailing,
    far from the motions the model was validated on; the paper's sidewinding
    lifts its links 5 cm).
@@ -204,13 +204,14 @@ def _measure(t, positions, work, weight: float, duration: float, max_lift: float
             "cot": w / (weight * d) if d > 0 else math.inf, "work_J": w, "distance_m": d}
 
 
-def _simulate(model: SnakeModel, g: Gait, duration: float, backlash_deg: float | None,
+def _simulate(model: SnakeModel, g: Gait, start, duration: float, backlash_deg: float | None,
               servo: str):
-    """(t, positions, work) of the gait on the model, or, with ``backlash_deg``,
-    on the simulated Aiko (emulated modules with that free play and ``servo``
-    driving the model) fed the references at 10 Hz as the streamer sends them."""
+    """(t, positions, work) of the gait on the model from the state ``start``,
+    or, with ``backlash_deg``, on the simulated Aiko (emulated modules with that
+    free play and ``servo`` driving the model) fed the references at 10 Hz as
+    the streamer sends them."""
     if backlash_deg is None:
-        res = simulate_gait(model, g, duration, rate=20.0)
+        res = simulate_gait(model, g, duration, rate=20.0, state=start)
         return res.t, res.positions, res.work
     from aiko.control.gait import references, soft_start_times
 
@@ -219,8 +220,7 @@ def _simulate(model: SnakeModel, g: Gait, duration: float, backlash_deg: float |
     nj = model.n - 1
     t_refs = np.arange(int(math.ceil(duration / PERIOD - 1e-9))) * PERIOD
     refs = references(g, t_refs, nj, t_start=soft_start_times(g, nj))
-    run = drive_plant(model, initial_state_for_gait(model, g), t_refs, refs, duration,
-                      math.radians(backlash_deg), servo)
+    run = drive_plant(model, start, t_refs, refs, duration, math.radians(backlash_deg), servo)
     return run.t, run.positions, run.work
 
 
@@ -274,15 +274,16 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
             solver = replace(solver, drive=drive)
         try:
             model = SnakeModel(SnakeParams(**kw), solver, scene or Scene())
+            start = initial_state_for_gait(model, g)
             try:
-                check_clear(model, initial_state_for_gait(model, g), "its start posture")
+                check_clear(model, start, "its start posture")
             except StartInsideObstacle as exc:  # ranked by depth: the search walks out
                 row.update(violation=1.0 + exc.depth / model.params.L_SC,
                            wall_s=time.perf_counter() - w0, reason=exc.reason)
                 return row
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                t, positions, work = _simulate(model, g, duration, backlash_deg, servo)
+                t, positions, work = _simulate(model, g, start, duration, backlash_deg, servo)
             p = model.params
             per.append(_measure(t, positions, work, p.n * p.m * p.g, duration, max_lift,
                                 p.L_SC))

@@ -52,11 +52,10 @@ def simulate_replay(inp: ReplayInput, *, mu_x=None, mu_y=None, backlash=None, se
                     dt=None, u_tol=None, max_iter=None, scene=None,
                     delay: float = 0.0) -> tuple[Paths, dict, str]:
     """The replay of one loaded trial with these parameters (None: the
-    trial's; ``scene`` a preset name or scene file, see
-    :func:`aiko.experiments.scene_file.load_scene`): (paths, solver
+    trial's; ``scene`` a :class:`aiko.model.scene.Scene`): (paths, solver
     statistics, kind)."""
     params = inp.params
-    obstacles = inp.scene if scene is None else load_scene(scene)
+    obstacles = inp.scene if scene is None else scene
     changes = {k: v for k, v in (("mu_x", mu_x), ("mu_y", mu_y)) if v is not None}
     if changes:
         params = replace(params, **changes)
@@ -89,21 +88,25 @@ def replay_trial(path: str | Path, out: str | Path = ".", delay: float | str = 0
         return res
     res.gait, res.duration, res.start, res.truncated = (inp.gait, inp.duration,
                                                         inp.start_source, inp.truncated)
+    # params["scene"]: a preset name or a scene file, or None for the trial's own
+    try:
+        scene = inp.scene if params.get("scene") is None else load_scene(params["scene"])
+    except SceneError as exc:
+        res.error = f"{path}: scene {exc}"
+        return res
+    physics = {**params, "scene": scene}
     try:
         if delay == "auto":
-            paths, res.stats, res.kind = simulate_replay(inp, **params)
+            paths, res.stats, res.kind = simulate_replay(inp, **physics)
             res.delay_estimate = estimate_delay(paths)
             res.delay = res.delay_estimate.delay
             paths = shifted(inp, paths, res.delay)
         else:
             res.delay = float(delay)
-            paths, res.stats, res.kind = simulate_replay(inp, delay=res.delay, **params)
+            paths, res.stats, res.kind = simulate_replay(inp, delay=res.delay, **physics)
         res.metrics = compare_paths(paths)
     except ComparisonError as exc:
         res.error = f"{path}: {exc}"
-        return res
-    except SceneError as exc:
-        res.error = f"{path}: scene {exc}"
         return res
     logged = inp.experiment
     if logged.t_model.size >= 2:
@@ -118,7 +121,6 @@ def replay_trial(path: str | Path, out: str | Path = ".", delay: float | str = 0
              + (f", delay {1e3 * res.delay:.0f} ms" if res.delay else "") + ")")
     res.figure = out / f"{stem}.png"
     res.json = out / f"{stem}.json"
-    scene = inp.scene if params.get("scene") is None else load_scene(params["scene"])
     comparison_figure(paths, title, res.metrics, scene=scene).savefig(res.figure, dpi=110)
     res.wall_s = time.perf_counter() - w0
     doc = {"trial": str(path), "kind": res.kind, "start": res.start, "delay_s": res.delay,

@@ -328,6 +328,13 @@ class SnakeModel:
             g -= self.scene.level(self.sphere_centres(state)[:, 0])
         return g
 
+    def clearance(self, state: SnakeState) -> float:
+        """The smallest gap to the floor (:meth:`contact_gaps`) or an obstacle
+        (:meth:`obstacle_gaps`), m; negative: a penetration."""
+        gp, gs = self.obstacle_gaps(state)
+        return float(min(self.contact_gaps(state).min(), gp.min(initial=np.inf),
+                         gs.min(initial=np.inf)))
+
     def sphere_centres(self, state: SnakeState) -> np.ndarray:
         """Centres of the end spheres (2n, 3), rows as g_N: fronts, then rears."""
         z = self.rotations(state)[:, :, 2]

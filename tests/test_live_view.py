@@ -270,14 +270,20 @@ def browser(tmp):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
 
 
-def blue_pixels(driver, canvas):
+def count_pixels(driver, canvas, test):
+    """Pixels of a canvas whose RGBA (d[i] .. d[i + 3]) pass the JS ``test``."""
     return driver.execute_script(f"""
         const c = document.getElementById('{canvas}');
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         let n = 0;
         for (let i = 0; i < d.length; i += 4)
-            if (d[i + 3] > 200 && d[i + 2] > 120 && d[i] < 90 && d[i + 1] < 120) n++;
+            if ({test}) n++;
         return n;""")
+
+
+def blue_pixels(driver, canvas):
+    return count_pixels(driver, canvas,
+                        "d[i + 3] > 200 && d[i + 2] > 120 && d[i] < 90 && d[i + 1] < 120")
 
 
 def test_the_live_page_in_a_browser_during_a_trial_on_the_simulated_rig(tmp_path):
@@ -393,14 +399,9 @@ def test_the_page_tells_a_failed_trial_and_a_lost_connection_apart(tmp_path):
 
 def olive_pixels(driver, canvas):
     """Pixels of the pegs' colour (#6b8e23) on a canvas."""
-    return driver.execute_script(f"""
-        const c = document.getElementById('{canvas}');
-        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        let n = 0;
-        for (let i = 0; i < d.length; i += 4)
-            if (d[i + 3] > 200 && Math.abs(d[i] - 107) < 8 && Math.abs(d[i + 1] - 142) < 8
-                && Math.abs(d[i + 2] - 35) < 8) n++;
-        return n;""")
+    return count_pixels(driver, canvas,
+                        "d[i + 3] > 200 && Math.abs(d[i] - 107) < 8"
+                        " && Math.abs(d[i + 1] - 142) < 8 && Math.abs(d[i + 2] - 35) < 8")
 
 
 def test_the_page_draws_the_pegs_in_view(tmp_path):

@@ -335,9 +335,7 @@ def test_snake_across_a_step_edge_rests():
     assert np.abs(s.q[:, :3] - start[:, :3]).max() < 1e-2
     rest = s.q.copy()
 
-    def deepest(state):
-        return min(model.contact_gaps(state).min(), model.obstacle_gaps(state)[1].min())
-
+    deepest = model.clearance
     settled = deepest(s)
     assert settled > -1e-4
     for _ in range(10):

@@ -111,7 +111,7 @@ def test_a_trial_among_pegs_keeps_its_scene_and_replays_with_it(pegs_trial, tmp_
     with_pegs, _, _ = simulate_replay(inp)
     flat = tmp_path / "flat.toml"
     flat.write_text("# no obstacles\n")
-    without, _, _ = simulate_replay(inp, scene=str(flat))
+    without, _, _ = simulate_replay(inp, scene=load_scene(flat))
     gap = np.abs(with_pegs.p_model[:, :2] - without.p_model[:, :2]).max()
     assert gap > 0.01, "the pegs did not touch the snake: the test proves nothing"
     # the figure beside the trial is there
