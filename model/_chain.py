@@ -162,78 +162,108 @@ def link_joints(l, nj):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def link_block(l, WJ, minv, Ld, Ls, DR, H, K, Q, Qf, Y):
+def link_block(l, WJ, minv, Ld, Ls, DR, H, K, C, Y, t):
     """Link l's gains: H (6, 2r) = M_l^-1 B_l^T Q_l^-1, so that
     u_l = v_l - H [bL_{l-1}; bR_l], and K (6, 6) = M_l^-1 - H B_l M_l^-1, its
     block of the constrained inverse mass. B_l (2r, 6): the rows of W_J^T of
     joints l-1 (rows 0..r-1) and l (rows r..2r-1) on link l, zero where the
-    chain ends (the missing joint's block of Q_l is then the identity, so all
-    sizes are fixed); minv (6,): link l's diagonal of M^-1. Returns m (0, r or
-    2r), the rows of the joints that exist (r rows per joint, WJ (nJ, 12, r)).
-    Q, Qf (2r, 2r) and Y (2r, 6) scratch (r <= 6)."""
+    chain ends (that joint's columns of H are zero); minv (6,): link l's
+    diagonal of M^-1. Returns m (0, r or 2r), the rows of the joints that
+    exist (r rows per joint, WJ (nJ, 12, r)). C (>= r, >= r), Y (2r, 6) and
+    t (>= 6) scratch (r <= 6).
+
+    Q_l's Cholesky factor is taken by blocks, [[Ld_{l-1}, 0], [Ls_l, C]] with
+    C C^T = DR_l - Ls_l Ls_l^T, and used where it lies: Y = B_l M_l^-1 is
+    solved with it row by row, all six columns at once (K = M_l^-1 - Y^T Y),
+    then with its transpose (Y = H^T)."""
     nj = WJ.shape[0]
     nr = NR
-    m2 = 2 * NR
     jp, jn = link_joints(l, nj)
-    # Cholesky factor of Q_l by blocks: [[Ld_{l-1}, 0], [Ls_l, chol(DR_l - Ls_l Ls_l^T)]]
-    for a in range(m2):
-        for c in range(m2):
-            Qf[a, c] = 0.0
     m = 0
+    # forward substitution: Y <- [[Ld, 0], [Ls, C]]^-1 B_l M_l^-1
     if jp >= 0:
-        for a in range(nr):
-            for c in range(a + 1):
-                Qf[a, c] = Ld[jp, a, c]
         m = nr
+        for a in range(nr):
+            for j in range(6):
+                t[j] = WJ[jp, 6 + j, a] * minv[j]
+            for k in range(a):
+                f = Ld[jp, a, k]
+                for j in range(6):
+                    t[j] -= f * Y[k, j]
+            d = Ld[jp, a, a]
+            for j in range(6):
+                Y[a, j] = t[j] * d
     else:
         for a in range(nr):
-            Qf[a, a] = 1.0
+            for j in range(6):
+                Y[a, j] = 0.0
     if jn >= 0:
+        m += nr
         for a in range(nr):
             for c in range(a + 1):
                 s = DR[jn, a, c]
                 if jp >= 0:
                     for k in range(nr):
                         s -= Ls[jn, a, k] * Ls[jn, c, k]
-                Q[a, c] = s
-        chol_factor(Q, nr, Y)
+                C[a, c] = s
+        chol_factor(C, nr, C)  # in place: A's column j is read before F's is written
         for a in range(nr):
-            for c in range(a + 1):
-                Qf[nr + a, nr + c] = Y[a, c]
+            for j in range(6):
+                t[j] = WJ[jn, j, a] * minv[j]
             if jp >= 0:
-                for c in range(nr):
-                    Qf[nr + a, c] = Ls[jn, a, c]
-        m += nr
+                for k in range(nr):
+                    f = Ls[jn, a, k]
+                    for j in range(6):
+                        t[j] -= f * Y[k, j]
+            for k in range(a):
+                f = C[a, k]
+                for j in range(6):
+                    t[j] -= f * Y[nr + k, j]
+            d = C[a, a]
+            for j in range(6):
+                Y[nr + a, j] = t[j] * d
     else:
         for a in range(nr):
-            Qf[nr + a, nr + a] = 1.0
-    # Y = B_l M_l^-1
-    for j in range(6):
-        for a in range(nr):
-            Y[a, j] = WJ[jp, 6 + j, a] * minv[j] if jp >= 0 else 0.0
-            Y[nr + a, j] = WJ[jn, j, a] * minv[j] if jn >= 0 else 0.0
-    # Y <- Qf^-1 Y: K = M^-1 - Y^T Y; then Y <- Qf^-T Y = Q^-1 B M^-1 = H^T
-    for j in range(6):
-        for i in range(m2):
-            s = Y[i, j]
-            for k in range(i):
-                s -= Qf[i, k] * Y[k, j]
-            Y[i, j] = s * Qf[i, i]
+            for j in range(6):
+                Y[nr + a, j] = 0.0
     for a in range(6):
         for c in range(a + 1):
             s = 0.0
-            for i in range(m2):
+            for i in range(2 * nr):
                 s += Y[i, a] * Y[i, c]
             K[a, c] = -s
             K[c, a] = -s
         K[a, a] += minv[a]
-    for j in range(6):
-        for i in range(m2 - 1, -1, -1):
-            s = Y[i, j]
-            for k in range(i + 1, m2):
-                s -= Qf[k, i] * Y[k, j]
-            Y[i, j] = s * Qf[i, i]
-        for i in range(m2):
+    # back substitution with the factor's transpose: Y <- Q_l^-1 B_l M_l^-1 = H^T
+    if jn >= 0:
+        for a in range(nr - 1, -1, -1):
+            for j in range(6):
+                t[j] = Y[nr + a, j]
+            for k in range(a + 1, nr):
+                f = C[k, a]
+                for j in range(6):
+                    t[j] -= f * Y[nr + k, j]
+            d = C[a, a]
+            for j in range(6):
+                Y[nr + a, j] = t[j] * d
+    if jp >= 0:
+        for a in range(nr - 1, -1, -1):
+            for j in range(6):
+                t[j] = Y[a, j]
+            for k in range(a + 1, nr):
+                f = Ld[jp, k, a]
+                for j in range(6):
+                    t[j] -= f * Y[k, j]
+            if jn >= 0:
+                for k in range(nr):
+                    f = Ls[jn, k, a]
+                    for j in range(6):
+                        t[j] -= f * Y[nr + k, j]
+            d = Ld[jp, a, a]
+            for j in range(6):
+                Y[a, j] = t[j] * d
+    for i in range(2 * nr):
+        for j in range(6):
             H[j, i] = Y[i, j]
     return m
 

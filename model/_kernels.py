@@ -699,7 +699,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     for t in range(nl):
         l = lk[t]
         cnt = ccount[t]
-        link_block(l, WJ, minv[l], Ld, Ls, DR, H[l], K[l], Q, Qf, Y)
+        link_block(l, WJ, minv[l], Ld, Ls, DR, H[l], K[l], Q, Y, Qf[0])
         for ci in range(cnt):
             c = cs[t, ci]
             if c < 2 * n:

@@ -41,8 +41,7 @@ def _link_gains(sys_, minv, l):
     H = np.zeros((6, 2 * NR))
     Kl = np.zeros((6, 6))
     m = C.link_block(l, sys_["WJ"], minv[l], sys_["Ld"], sys_["Ls"], sys_["DR"], H, Kl,
-                     np.zeros((2 * NR, 2 * NR)), np.zeros((2 * NR, 2 * NR)),
-                     np.zeros((2 * NR, 6)))
+                     np.zeros((NR, NR)), np.zeros((2 * NR, 6)), np.zeros(6))
     return m, H, Kl
 
 
