@@ -281,11 +281,12 @@ def propagate_left(i, b, FL, bL):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def all_right(b, FR, bR, lo):
-    """bR for the joints from link n's end down to joint lo. O(n)."""
+def all_right(b, FR, bR, lo, hi):
+    """bR for the joints from joint hi down to joint lo, O(n): bR beyond hi
+    must be current (hi = nJ - 1 forms all)."""
     nj = b.shape[0]
     nr = NR
-    for i in range(nj - 1, max(lo, 0) - 1, -1):
+    for i in range(min(hi, nj - 1), max(lo, 0) - 1, -1):
         for a in range(nr):
             s = b[i, a]
             if i < nj - 1:

@@ -769,11 +769,16 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
     gam = sv[2]
     w = sv[3]
     max_iter = int(sol[10])
+    nj = WJ.shape[0]
+    # b changes only at the joints of links touching the ground: after the
+    # first sweep, bL before the first such joint and bR after the last stay
+    j_first = lk[0] - 1
+    j_last = lk[nl - 1]
     iters = 0
     while iters < max_iter:
         iters += 1
-        all_right(b, FR, bR, lk[0])
-        jl = -1
+        all_right(b, FR, bR, lk[0], nj - 1 if iters == 1 else j_last)
+        jl = -1 if iters == 1 else max(j_first - 1, -1)
         res = 0.0
         imp_ok = True
         for t in range(nl):

@@ -93,7 +93,7 @@ def test_link_gains_equal_dense_constrained_inverse_mass(n, seed, drives):
     bR = np.zeros_like(b)
     for i in range(n - 1):
         C.propagate_left(i, b, sys_["FL"], bL)
-    C.all_right(b, sys_["FR"], bR, 0)
+    C.all_right(b, sys_["FR"], bR, 0, n - 2)
     for l in range(n):
         m, H, Kl = _link_gains(sys_, minv, l)
         assert m == NR * ((l > 0) + (l < n - 1))
