@@ -671,7 +671,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     number of links touching the ground (listed in order in lk, their contacts
     in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount) = ws
+     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
@@ -704,17 +704,22 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
             c = cs[t, ci]
             if c < 2 * n:
                 contact_jacobian(Rs[l], 1.0 if c < n else -1.0, L_SC, L_GS, Wc[c])
-            # diagonal of the Delassus matrix W^T A W of this contact
+            # KW = K_l W: the link's velocity response to this contact's
+            # impulses; its columns give the diagonal of the Delassus matrix
+            # W^T A W
+            for k in range(5):
+                for i in range(6):
+                    s = 0.0
+                    for j in range(6):
+                        s += K[l, i, j] * Wc[c, j, k]
+                    KW[c, i, k] = s
             for grp in range(3):
                 k0, k1 = _group_cols(grp)
                 gmax = 0.0
                 for k in range(k0, k1):
                     g = 0.0
                     for i in range(6):
-                        s = 0.0
-                        for j in range(6):
-                            s += K[l, i, j] * Wc[c, j, k]
-                        g += Wc[c, i, k] * s
+                        g += Wc[c, i, k] * KW[c, i, k]
                     gmax = max(gmax, g)
                 if kind == 0:
                     rr[c, grp] = sol[3 + grp]
@@ -750,7 +755,7 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
 
 
 @njit(cache=True, error_model="numpy")
-def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs, ccount, rr,
+def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, KW, lk, cs, ccount, rr,
                gA, Pnew, sv, cmu):
     """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
     rear sphere, then its obstacle contacts; normal, friction, rolling, the velocities following each
@@ -767,7 +772,6 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
     ul = sv[0]
     df = sv[1]
     gam = sv[2]
-    w = sv[3]
     max_iter = int(sol[10])
     nj = WJ.shape[0]
     # b changes only at the joints of links touching the ground: after the
@@ -802,9 +806,6 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
                             gam[k] = g
                         _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1],
                                       cmu[c, 2], Pnew)
-                        moved = False
-                        for j in range(6):
-                            w[j] = 0.0
                         for k in range(k0, k1):
                             d = Pnew[c, k] - P[c, k]
                             if d == 0.0:
@@ -813,16 +814,9 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, K, lk, cs
                                 imp_ok = False
                             local = max(local, abs(d) / rr[c, grp])
                             P[c, k] = Pnew[c, k]
-                            moved = True
-                            for j in range(6):
-                                w[j] += Wc[c, j, k] * d
-                        if moved:
                             for i in range(6):
-                                s2 = 0.0
-                                for j in range(6):
-                                    s2 += K[l, i, j] * w[j]
-                                ul[i] += s2
-                                df[i] += w[i]
+                                ul[i] += KW[c, i, k] * d
+                                df[i] += Wc[c, i, k] * d
                 if p == 0:
                     res = max(res, local)
                 if local <= sol[9]:
@@ -1309,10 +1303,10 @@ def _step(q, u, P, active, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q, ufr
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount) = ws
+         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
-                                          FR, H, K, lk, cs, ccount, rr, gA, Pnew, sv, cmu)
+                                          FR, H, KW, lk, cs, ccount, rr, gA, Pnew, sv, cmu)
         while kind != 2 and iters < max_iter:
             iters += 1
             res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree, Wc, nl, b,
@@ -1361,7 +1355,8 @@ def _workspace(n, nr, nc, maxc):
     Y (2 nr, 6), F4 (nr, nr), sv (6, 8); tau (n, 3); minv (n, 6); the motors'
     power (nJ, 2); the rows' compliance comp and offset bo (nJ, nr); per
     contact its friction [mu_a, mu_b, mu_V] cmu (nc, 3); each link's obstacle
-    contacts oc (n, maxc) and their counts ocount (n,)."""
+    contacts oc (n, maxc) and their counts ocount (n,); per contact
+    KW = K_l W (nc, 6, 5), its link's velocity response to its impulses."""
     nj = max(n - 1, 0)
     return (np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
@@ -1372,7 +1367,8 @@ def _workspace(n, nr, nc, maxc):
             np.zeros((nc, 5)), np.zeros((2 * nr, 2 * nr)), np.zeros((2 * nr, 2 * nr)),
             np.zeros((2 * nr, 6)), np.zeros((nr, nr)), np.zeros((6, 8)), np.zeros((n, 3)),
             np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)),
-            np.zeros((nc, 3)), np.zeros((n, maxc), dtype=np.int64), np.zeros(n, dtype=np.int64))
+            np.zeros((nc, 3)), np.zeros((n, maxc), dtype=np.int64), np.zeros(n, dtype=np.int64),
+            np.zeros((nc, 6, 5)))
 
 
 @njit(cache=True, error_model="numpy")
