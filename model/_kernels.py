@@ -27,7 +27,7 @@ from numba import njit
 from ._chain import (NR, all_right, chol_factor, eliminations, joint_blocks, joint_rhs,
                      joint_rhs_change, link_block, link_joints, link_velocity,
                      propagate_left)
-from .prox import _prox_disc, _prox_ellipse
+from .prox import _prox_disc, _prox_ellipse, _prox_ellipse_warm
 
 PAR_FIELDS = (
     "L", "L_SC", "L_GS", "m", "Theta1", "Theta3", "g_x", "g_y", "g_z",
@@ -514,19 +514,20 @@ def project_joints(q, L, keep_com):
 # one time step (72)-(83)
 # --------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy", inline="always")
-def _contact_prox(P, c, gam, grp, r, gA, e_N, mu_x, mu_y, mu_V, out):
+def _contact_prox(P, c, gam, grp, r, gA, e_N, mu_x, mu_y, mu_V, out, tw):
     """One group of contact c's prox equations, from its impulses P[c] into
     out[c]: grp 0 normal (77) (with Newton restitution on the normal velocity),
     1 Coulomb ellipse (78), (58), 2 rolling disc (79), (60). The friction sets use
-    the normal impulse already in out[c, 0]. r (3,): r_N, r_T, r_V."""
+    the normal impulse already in out[c, 0]. r (3,): r_N, r_T, r_V. tw (nc,):
+    each contact's last multiplier of the ellipse prox, its next start."""
     if grp == 0:
         pn = P[c, 0] - r[0] * (gam[0] + e_N * gA)
         out[c, 0] = pn if pn > 0.0 else 0.0
     elif grp == 1:
-        pt = _prox_ellipse(P[c, 1] - r[1] * gam[1], P[c, 2] - r[1] * gam[2],
-                           mu_x * out[c, 0], mu_y * out[c, 0])
-        out[c, 1] = pt[0]
-        out[c, 2] = pt[1]
+        pt0, pt1, tw[c] = _prox_ellipse_warm(P[c, 1] - r[1] * gam[1], P[c, 2] - r[1] * gam[2],
+                                             mu_x * out[c, 0], mu_y * out[c, 0], tw[c])
+        out[c, 1] = pt0
+        out[c, 2] = pt1
     else:
         pv = _prox_disc(P[c, 3] - r[2] * gam[3], P[c, 4] - r[2] * gam[4], mu_V * out[c, 0])
         out[c, 3] = pv[0]
@@ -671,7 +672,7 @@ def _contact_setup(P, active, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     number of links touching the ground (listed in order in lk, their contacts
     in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW) = ws
+     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
@@ -756,7 +757,7 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
 
 @njit(cache=True, error_model="numpy")
 def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, KW, lk, cs, ccount, rr,
-               gA, Pnew, sv, cmu):
+               gA, Pnew, sv, cmu, tw):
     """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
     rear sphere, then its obstacle contacts; normal, friction, rolling, the velocities following each
     projection, Gehring et al. after (19)), with the joints' impulses exact at
@@ -805,7 +806,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, KW, lk, c
                                 g += Wc[c, j, k] * ul[j]
                             gam[k] = g
                         _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1],
-                                      cmu[c, 2], Pnew)
+                                      cmu[c, 2], Pnew, tw)
                         for k in range(k0, k1):
                             d = Pnew[c, k] - P[c, k]
                             if d == 0.0:
@@ -838,7 +839,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, KW, lk, c
 
 @njit(cache=True, error_model="numpy")
 def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccount, rr, gA,
-                  Pnew, sv, cmu):
+                  Pnew, sv, cmu, tw):
     """One Jacobi sweep: every contact's prox from the same velocities (the
     joints' impulses solved once, O(n)), then all impulses updated. Returns
     (residual, impulse test passed, change norm of (93))."""
@@ -872,7 +873,7 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
                 gam[k] = g
             for grp in range(3):
                 _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1],
-                              cmu[c, 2], Pnew)
+                              cmu[c, 2], Pnew, tw)
     res = 0.0
     imp_ok = True
     d_n = 0.0
@@ -1303,14 +1304,15 @@ def _step(q, u, P, active, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q, ufr
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW) = ws
+         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
-                                          FR, H, KW, lk, cs, ccount, rr, gA, Pnew, sv, cmu)
+                                          FR, H, KW, lk, cs, ccount, rr, gA, Pnew, sv, cmu,
+                                          tw)
         while kind != 2 and iters < max_iter:
             iters += 1
             res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree, Wc, nl, b,
-                                              xJ, lk, cs, ccount, rr, gA, Pnew, sv, cmu)
+                                              xJ, lk, cs, ccount, rr, gA, Pnew, sv, cmu, tw)
             if kind == 0:  # (93)
                 imp_ok = dsum < sol[6]
             # res: the largest violation of a prox equation (61), in velocity
@@ -1356,7 +1358,8 @@ def _workspace(n, nr, nc, maxc):
     power (nJ, 2); the rows' compliance comp and offset bo (nJ, nr); per
     contact its friction [mu_a, mu_b, mu_V] cmu (nc, 3); each link's obstacle
     contacts oc (n, maxc) and their counts ocount (n,); per contact
-    KW = K_l W (nc, 6, 5), its link's velocity response to its impulses."""
+    KW = K_l W (nc, 6, 5), its link's velocity response to its impulses, and tw
+    (nc,), the last multiplier of its ellipse prox (the next one's start)."""
     nj = max(n - 1, 0)
     return (np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
@@ -1368,7 +1371,7 @@ def _workspace(n, nr, nc, maxc):
             np.zeros((2 * nr, 6)), np.zeros((nr, nr)), np.zeros((6, 8)), np.zeros((n, 3)),
             np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)),
             np.zeros((nc, 3)), np.zeros((n, maxc), dtype=np.int64), np.zeros(n, dtype=np.int64),
-            np.zeros((nc, 6, 5)))
+            np.zeros((nc, 6, 5)), np.zeros(nc))
 
 
 @njit(cache=True, error_model="numpy")

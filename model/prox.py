@@ -10,7 +10,10 @@ With it each force law ``-gamma in N_C(lambda)`` becomes the equality
   is a^2 z_x / (a^2 + t), b^2 z_y / (b^2 + t) with the multiplier t >= 0 the root of
   F(t) = (a z_x / (a^2 + t))^2 + (b z_y / (b^2 + t))^2 - 1. F is convex and
   decreasing on t >= t0 = max(0, a|z_x| - a^2, b|z_y| - b^2) with F(t0) >= 0, so
-  Newton's method from t0 converges monotonically; solved to round-off.
+  Newton's method from t0 converges monotonically; solved to round-off. The
+  time-stepping starts it from the multiplier of the contact's last prox
+  (``_prox_ellipse_warm``): in a sliding contact's later passes the point moves
+  little, and about three steps reach the root instead of four or five.
 * C_V, the disc (60) of radius mu_V lambda_N: isotropic rolling friction.
 
 The ``_``-prefixed functions are the compiled kernels used by the time-stepping;
@@ -30,12 +33,28 @@ _ELLIPSE_MAX_ITER = 60
 
 
 @njit(cache=True, error_model="numpy")
-def _prox_ellipse_t(zx, zy, a, b):
-    """Multiplier t and Newton iterations of the ellipse prox (z outside)."""
+def _prox_ellipse_t(zx, zy, a, b, t=0.0):
+    """Multiplier t and Newton iterations of the ellipse prox (z outside),
+    started from the guess t (any t >= 0; 0: from the lower bound t0).
+
+    A guess above t0 where F >= 0 is itself a lower bound; one where F < 0 lies
+    beyond the root, and since F is convex one Newton step from it lands at or
+    below the root (kept >= t0): either way the iteration then rises
+    monotonically to the root."""
     a2 = a * a
     b2 = b * b
-    t = max(0.0, a * abs(zx) - a2, b * abs(zy) - b2)
+    t0 = max(0.0, a * abs(zx) - a2, b * abs(zy) - b2)
     it = 0
+    if t > t0:
+        fx = a * zx / (a2 + t)
+        fy = b * zy / (b2 + t)
+        F = fx * fx + fy * fy - 1.0
+        if F < 0.0:
+            dF = -2.0 * (fx * fx / (a2 + t) + fy * fy / (b2 + t))
+            it = 1
+            t = max(t0, t - F / dF)
+    else:
+        t = t0
     while it < _ELLIPSE_MAX_ITER:
         it += 1
         fx = a * zx / (a2 + t)
@@ -49,7 +68,7 @@ def _prox_ellipse_t(zx, zy, a, b):
         if t_new <= t:  # no progress left in floating point
             break
         t = t_new
-        if step <= 1e-15 * t:
+        if step <= 1e-9 * t:  # quadratic convergence: the next step is below round-off
             break
     return t, it
 
@@ -62,25 +81,36 @@ def _prox_ellipse(zx, zy, a, b):
     axis below 1e-150 of the other is taken as zero (a segment), and an ellipse
     smaller than 1e-290 as the origin (the answer is off by less than that).
     """
+    x, y, _ = _prox_ellipse_warm(zx, zy, a, b, 0.0)
+    return x, y
+
+
+@njit(cache=True, error_model="numpy")
+def _prox_ellipse_warm(zx, zy, a, b, t):
+    """:func:`_prox_ellipse` with the multiplier's Newton iteration started
+    from t (in the coordinates scaled by max(a, b); any t >= 0, e.g. the one
+    this returned for a nearby point). Returns (x, y, t of this point, or the
+    guess unchanged when no root was solved for)."""
     s = max(a, b)
     if s <= 1e-290:
-        return 0.0, 0.0
+        return 0.0, 0.0, t
     if a == b:  # isotropic friction: the disc, in closed form
-        return _prox_disc(zx, zy, a)
+        x, y = _prox_disc(zx, zy, a)
+        return x, y, t
     a1 = a / s
     b1 = b / s
     x = zx / s
     y = zy / s
     if a1 < 1e-150:  # degenerate: segment on the y axis
-        return 0.0, s * min(b1, max(-b1, y))
+        return 0.0, s * min(b1, max(-b1, y)), t
     if b1 < 1e-150:
-        return s * min(a1, max(-a1, x)), 0.0
+        return s * min(a1, max(-a1, x)), 0.0, t
     if (x / a1) ** 2 + (y / b1) ** 2 <= 1.0:
-        return zx, zy
-    t, _ = _prox_ellipse_t(x, y, a1, b1)
+        return zx, zy, t
+    t, _ = _prox_ellipse_t(x, y, a1, b1, t)
     a2 = a1 * a1
     b2 = b1 * b1
-    return s * a2 * x / (a2 + t), s * b2 * y / (b2 + t)
+    return s * a2 * x / (a2 + t), s * b2 * y / (b2 + t), t
 
 
 @njit(cache=True, error_model="numpy")
