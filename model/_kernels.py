@@ -413,7 +413,7 @@ def drive_work(WJ, jwork, u):
 # constraint projection (VII-C)
 # --------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def project_joints(q, L, keep_com):
+def project_joints(q, L, keep_com, R2):
     """Project the links onto the joint constraints, (12)-(13) = 0 (VII-C).
 
     First every link i+1 is turned about its own z axis so that its x axis is
@@ -421,12 +421,13 @@ def project_joints(q, L, keep_com):
     translated so that the joint points coincide (g_Jchi = 0). Link 1 stays fixed
     (the paper); with keep_com the chain is then shifted so that the centre of
     mass (equal link masses) is where it was. Quaternions must be unit on entry.
+    R2 (>= 2, 3, 3): scratch for two rotation matrices.
     """
     n = q.shape[0]
     if n < 2:
         return
-    Ra = np.empty((3, 3))
-    Rb = np.empty((3, 3))
+    Ra = R2[0]
+    Rb = R2[1]
     cx = 0.0
     cy = 0.0
     cz = 0.0
@@ -570,8 +571,8 @@ def joint_system(Rs, par, minv, WJ, comp, D, E, Ld, Ls):
     for i in range(n - 1):
         for a in range(nr):
             D[i, a, a] += comp[i, a]
-    S = np.empty((nr, nr))
     for i in range(n - 1):
+        S = Ld[i]  # the Schur complement, factored in place
         for a in range(nr):
             for b in range(a + 1):
                 S[a, b] = D[i, a, b]
@@ -589,7 +590,7 @@ def joint_system(Rs, par, minv, WJ, comp, D, E, Ld, Ls):
                     for k in range(nr):
                         s += Ls[i, a, k] * Ls[i, b, k]
                     S[a, b] -= s
-        chol_factor(S, nr, Ld[i])  # reads S's lower triangle
+        chol_factor(S, nr, S)  # in place: A's column j is read before F's is written
 
 
 @njit(cache=True, error_model="numpy")
@@ -1275,7 +1276,7 @@ def _step(q, u, P, active, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q, ufr
         iters, converged = _compliant_impulses(tmp_q, u, P, active, par, sol, Rs, WJ, Ld, Ls,
                                                minv, bo, ufree, Wc, jwork)
         return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iters,
-                            converged, work)
+                            converged, work, Rs)
     # active set (49) at the midpoint, with a round-off tolerance
     nact = 0
     steps = scene[1]
@@ -1321,15 +1322,16 @@ def _step(q, u, P, active, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q, ufr
                 converged = True
                 break
     return _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iters,
-                        converged, work)
+                        converged, work, Rs)
 
 
 @njit(cache=True, error_model="numpy")
 def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iters, converged,
-                 work):
+                 work, Rs):
     """The end of a step: u_E with the joints' (and implicit drives') impulses
     solved directly for the final contact impulses, then (83), the second half
-    step, and VII-C."""
+    step, and VII-C. Rs (n, 3, 3): the midpoint's rotations, used up as
+    scratch."""
     n = q.shape[0]
     constrain_velocity(WJ, Ld, Ls, minv, bo, ufree, jwork)
     if int(sol[15]) == 1:
@@ -1339,7 +1341,7 @@ def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iter
             u[i, k] = ufree[6 * i + k]
     _kinematic_update(tmp_q, u, 0.5 * sol[0], q)
     _normalise_quaternions(q)
-    project_joints(q, par[0], int(sol[12]) == 1)
+    project_joints(q, par[0], int(sol[12]) == 1, Rs)
     return iters, converged, work
 
 
