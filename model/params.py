@@ -168,6 +168,18 @@ class SolverParams:
     dropping out for one step lets its sphere fall. A closed contact only acts
     against approach (velocity-level law), so 10 nm costs nothing.
 
+    ``warm_start``: each contact's iteration starts from the impulses it had
+    when last closed (the paper); with ``extrapolate`` (default; SOR and JOR,
+    see :attr:`extrapolates`) a ground contact closed in the two last steps
+    starts from their extrapolation,
+    P + 0.9 dP (:attr:`SnakeState.dP`; for each of its normal, friction and
+    rolling parts whose change the solver tells from converged,
+    |dP| / r > u_tol). The contact forces of a gait change smoothly, so the
+    start is then often within ``u_tol`` of the answer: lateral undulation
+    needs about 1.6 sweeps a step instead of 2.5 (the gain below 1 lets the
+    solver's own drift among equivalent impulses die out, so a resting snake
+    comes to rest as with the plain warm start).
+
     ``drive`` (:data:`DRIVES`): the PD drives (68)-(69) explicit, as the paper,
     or implicit (default): each drive's torque taken at
     ``alpha_A + drive_weight (alpha_E - alpha_A)`` and the same weighting of
@@ -194,6 +206,7 @@ class SolverParams:
     active_tol: float = 1e-8
     projection: str = "link1"
     warm_start: bool = field(default=True)
+    extrapolate: bool = True
     link_passes: int = 3
     drive: str = "implicit"
     drive_weight: float = 0.6
@@ -222,6 +235,15 @@ class SolverParams:
                                  "the implicit drive's weight must lie in [0.5, 1]")
         if self.projection not in ("link1", "com"):
             raise ParameterError("projection", self.projection, "must be 'link1' or 'com'")
+
+    @property
+    def extrapolates(self) -> bool:
+        """Whether warm starts are extrapolated: ``extrapolate`` with
+        ``warm_start``, for SOR and JOR (the paper's Newton iteration keeps the
+        paper's warm start: with the extrapolation its fixed r and impulse
+        criterion (93) stop at points that drift apart from the other solvers'
+        by 1 cm over 2 s of sidewinding, 0.4 cm without)."""
+        return self.warm_start and self.extrapolate and self.solver != "newton"
 
     @property
     def relaxation(self) -> float:

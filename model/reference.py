@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from ._kernels import EXTRAPOLATION_GAIN
 from .prox import prox_disc, prox_ellipse
 from .quaternion import H_bar, rotation_matrix, skew
 
@@ -276,11 +277,14 @@ def _project(q: np.ndarray, L: float, keep_com: bool) -> np.ndarray:
 
 
 def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
-                   scene: tuple | None = None):
+                   scene: tuple | None = None, dP=None):
     """One time step; same arguments and results as the compiled ``_step``
-    (but returns new arrays): (q_E, u_E, P, active, iterations, converged).
+    (but returns new arrays): (q_E, u_E, P, active, dP, iterations, converged).
     ``scene``: (pegs, steps) arrays as the model's ``_pegs``, ``_steps``; P and
-    active then hold the obstacle slots after the 2n ground rows.
+    active then hold the obstacle slots after the 2n ground rows. dP (2n, 5):
+    the ground contacts' last change of impulses (None: zero); a contact closed
+    in the last step and in this one starts from P + dP when sol says
+    ``extrapolate``.
 
     ``history``, if given, receives every sweep's largest prox-equation residual
     |P - prox(P - r gamma)| / r (velocity units).
@@ -291,6 +295,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
     eps, T_rel, T_abs, u_tol = (float(s) for s in sol[6:10])
     max_iter, active_tol = int(sol[10]), float(sol[11])
     keep_com, warm = int(sol[12]) == 1, float(sol[13]) > 0.5
+    extrapolate = warm and float(sol[17]) > 0.5
     link_passes = int(sol[14])
     implicit = int(sol[15]) == 1
     q = np.array(q, dtype=float)
@@ -298,6 +303,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
     P = np.array(P, dtype=float)
     active = np.array(active, dtype=bool)
     n = q.shape[0]
+    dP = np.zeros((2 * n, 5)) if dP is None else np.array(dP, dtype=float)
     uA = u.reshape(-1)
     # (72) explicit midpoint
     qM = (q.reshape(-1) + 0.5 * dt * _F(q) @ uA).reshape(n, 7)
@@ -347,6 +353,10 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
     idx = np.flatnonzero(closed)
     if not warm:
         P[idx] = 0.0
+    # ground contacts closed in the last step and in this one: extrapolated
+    # below, once their r is known
+    ext = closed[:2 * n] & active[:2 * n] & (extrapolate and not compliant)
+    before = P[:2 * n].copy()
     active[:] = closed
     # per-contact generalised force directions [w_N, W_T, W_V] (6n, 5) (an
     # obstacle's: normal, two friction directions, no rolling) and friction
@@ -415,11 +425,11 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
             for k, c in enumerate(idx):
                 P[c, :3] = x[3 * k:3 * k + 3]
         uE = velocity(P)
-        return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, it, converged)
-    uE = velocity(P)
+        return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, dP, it, converged)
     it = 0
     converged = idx.size == 0
     r = {}
+    groups = (slice(0, 1), slice(1, 3), slice(3, 5))
     for c in idx:
         G = Wc[c].T @ A @ Wc[c]
         d = np.diag(G)
@@ -428,6 +438,14 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         else:
             r[c] = (alpha / max(d[0], 1e-300), alpha / max(d[1], d[2], 1e-300),
                     alpha / max(d[3], d[4], 1e-300))
+        if c < 2 * n and ext[c]:
+            # the linear extrapolation, per group where the change exceeds
+            # what the solver calls converged (|dP| / r > u_tol)
+            for grp, sl in enumerate(groups):
+                if np.any(np.abs(dP[c, sl]) > u_tol * r[c][grp]):
+                    P[c, sl] += EXTRAPOLATION_GAIN * dP[c, sl]
+            P[c, 0] = max(P[c, 0], 0.0)
+    uE = velocity(P)
     gA = {c: Wc[c][:, 0] @ uA for c in idx}
 
     def prox_group(c, gam, grp, pn):
@@ -443,7 +461,6 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         pn = prox_group(c, gam, 0, 0.0)[0]
         return np.concatenate([[pn], prox_group(c, gam, 1, pn), prox_group(c, gam, 2, pn)])
 
-    groups = (slice(0, 1), slice(1, 3), slice(3, 5))
     while not converged and it < max_iter:
         it += 1
         ok = True
@@ -485,7 +502,8 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         if history is not None:
             history.append(res)
         converged = ok or res <= u_tol
-    return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, it, converged)
+    change = np.where(ext[:, None], P[:2 * n] - before, 0.0)
+    return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, change, it, converged)
 
 
 def _second_half(qM, uE, dt, L, keep_com):

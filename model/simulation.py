@@ -54,7 +54,10 @@ class SnakeState:
     active (2n + m,) the closed contacts of the last step (49). P rows of open
     contacts keep their last value (warm start); :attr:`contact_impulses`
     shows them as zero. A state with only the 2n ground rows is taken by a
-    model with a scene as one without obstacle contacts.
+    model with a scene as one without obstacle contacts. dP (2n, 5): each
+    ground contact's change of impulses over the last step where it was
+    closed in that step and the one before, else zero; the next step starts
+    from P + dP (``SolverParams.extrapolate``). None: zero.
     """
 
     t: float
@@ -62,6 +65,12 @@ class SnakeState:
     u: np.ndarray
     P: np.ndarray
     active: np.ndarray
+    dP: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.dP is None:
+            n = np.shape(self.q)[0] if np.ndim(self.q) else 0
+            self.dP = np.zeros((2 * n, 5))
 
     @property
     def n(self) -> int:
@@ -69,7 +78,7 @@ class SnakeState:
 
     def copy(self) -> "SnakeState":
         return SnakeState(self.t, self.q.copy(), self.u.copy(), self.P.copy(),
-                          self.active.copy())
+                          self.active.copy(), self.dP.copy())
 
     @property
     def positions(self) -> np.ndarray:
@@ -83,15 +92,18 @@ class SnakeState:
 
     def save(self, path: str | Path) -> None:
         """Write the state to an .npz file (no pickles)."""
-        np.savez(path, t=np.array(self.t), q=self.q, u=self.u, P=self.P, active=self.active)
+        np.savez(path, t=np.array(self.t), q=self.q, u=self.u, P=self.P, active=self.active,
+                 dP=self.dP)
 
     @classmethod
     def load(cls, path: str | Path) -> "SnakeState":
         """Read a state written by :meth:`save`; checks shapes and values."""
         try:
             with np.load(path, allow_pickle=False) as f:
+                # states saved before dP existed start without extrapolation
+                dP = f["dP"].astype(float) if "dP" in f.files else None
                 state = cls(float(f["t"]), f["q"].astype(float), f["u"].astype(float),
-                            f["P"].astype(float), f["active"].astype(bool))
+                            f["P"].astype(float), f["active"].astype(bool), dP)
         except (OSError, KeyError, ValueError) as exc:
             raise StateError(str(path), f"not a saved model state ({exc})") from exc
         state.validate(slots=max(0, state.P.shape[0] - 2 * state.q.shape[0]))
@@ -102,13 +114,14 @@ class SnakeState:
         contact slots (P, active) and values are finite."""
         n = self.q.shape[0] if n is None else n
         rows = 2 * n + slots
-        shapes = {"q": (n, 7), "u": (n, 6), "P": (rows, 5), "active": (rows,)}
+        shapes = {"q": (n, 7), "u": (n, 6), "P": (rows, 5), "active": (rows,),
+                  "dP": (2 * n, 5)}
         for name, shape in shapes.items():
             arr = getattr(self, name)
             if not isinstance(arr, np.ndarray) or arr.shape != shape:
                 got = getattr(arr, "shape", type(arr).__name__)
                 raise StateError(name, f"expected shape {shape}, got {got}")
-        for name in ("q", "u", "P"):
+        for name in ("q", "u", "P", "dP"):
             if not np.all(np.isfinite(getattr(self, name))):
                 raise StateError(name, "contains non-finite values")
         if not math.isfinite(self.t):
@@ -202,7 +215,8 @@ class SnakeModel:
         return np.array([s.dt, K.SOLVER_CODES[s.solver], s.relaxation, s.r_N, s.r_T, s.r_V,
                          s.eps, s.T_rel, s.T_abs, s.u_tol, s.max_iter, s.active_tol,
                          K.PROJECTION_CODES[s.projection], 1.0 if s.warm_start else 0.0,
-                         s.link_passes, K.DRIVE_CODES[s.drive], s.drive_weight])
+                         s.link_passes, K.DRIVE_CODES[s.drive], s.drive_weight,
+                         1.0 if s.extrapolates else 0.0])
 
     @property
     def n(self) -> int:
@@ -270,7 +284,7 @@ class SnakeModel:
         stats = np.zeros(3, dtype=np.int64)
         work = np.zeros(n_steps)
         if n_steps > 0:
-            K._advance(new.q, new.u, new.P, new.active, refs, self._par, self._sol,
+            K._advance(new.q, new.u, new.P, new.active, new.dP, refs, self._par, self._sol,
                        self._pegs, self._steps, n_steps, stats, work)
         new.t = state.t + n_steps * self.dt
         st = StepStats(n_steps, int(stats[0]), int(stats[1]), int(stats[2]), float(work.sum()))

@@ -24,6 +24,35 @@ def test_advance_holds_references_and_equals_stepping():
     np.testing.assert_array_equal(s0.q, model.initial_state().q)
 
 
+def test_extrapolated_warm_start_is_part_of_the_state():
+    """The warm start extrapolates each ground contact's impulses from its
+    change in the last step, which the state carries (dP): a trajectory does
+    not depend on how it is cut into calls (one advance, single steps, a
+    copy continued), and lateral undulation needs far fewer sweeps than with
+    the paper's warm start (measured 1.6 against 2.5 a step) while both stay
+    within the solver's tolerance of each other's motion."""
+    g = PRESETS["lateral-undulation"]
+    model = SnakeModel(SnakeParams(mu_x=g.mu_x, mu_y=g.mu_y))
+    plain = SnakeModel(model.params, model.solver.with_(extrapolate=False))
+    assert model.solver.extrapolates and not plain.solver.extrapolates
+    assert not SolverParams(solver="newton").extrapolates
+    nj = model.n - 1
+    s0 = model.initial_state(*references(g, 0.0, nj)[:, :2].T)
+    t = np.arange(400) * model.dt
+    refs = references(g, t, nj)
+    whole, st = model.run_steps(s0, refs)
+    assert np.abs(whole.dP).max() > 0
+    cut = s0
+    for k in range(0, 400, 37):  # uneven pieces, each a fresh call
+        cut, _ = model.run_steps(cut.copy(), refs[k:k + 37])
+    for name in ("q", "u", "P", "dP"):
+        np.testing.assert_array_equal(getattr(cut, name), getattr(whole, name))
+    other, st_plain = plain.run_steps(s0, refs)
+    assert np.all(other.dP == 0)
+    assert st.iterations < 0.8 * st_plain.iterations
+    assert np.abs(other.q[:, :3] - whole.q[:, :3]).max() < 1e-3
+
+
 def test_state_copy_save_load_roundtrip(tmp_path):
     model = SnakeModel(SnakeParams(n=4))
     s, _ = model.advance(model.initial_state(height=0.01), 0.05)
@@ -33,9 +62,13 @@ def test_state_copy_save_load_roundtrip(tmp_path):
     path = tmp_path / "state.npz"
     s.save(path)
     r = SnakeState.load(path)
-    for name in ("q", "u", "P", "active"):
+    for name in ("q", "u", "P", "active", "dP"):
         np.testing.assert_array_equal(getattr(r, name), getattr(s, name))
     assert r.t == s.t
+    # a state saved before dP existed loads without extrapolation history
+    old = tmp_path / "old.npz"
+    np.savez(old, t=np.array(s.t), q=s.q, u=s.u, P=s.P, active=s.active)
+    np.testing.assert_array_equal(SnakeState.load(old).dP, np.zeros((2 * s.n, 5)))
     # continuing from a restored state gives the same future
     s1, _ = model.advance(s, 0.1)
     r1, _ = model.advance(r, 0.1)
@@ -58,6 +91,10 @@ def test_bad_state_files_and_shapes_are_clear_errors(tmp_path):
         model.step(model.initial_state(), np.zeros((5, 4)))
     with pytest.raises(JointReferenceError, match="non-finite"):
         model.step(model.initial_state(), np.full((2, 4), np.inf))
+    s = model.initial_state()
+    s.dP = np.zeros((4, 5))
+    with pytest.raises(StateError, match="dP: expected shape"):
+        model.step(s)
 
 
 @pytest.mark.parametrize("kw", [dict(n=0), dict(L=-1.0), dict(e_N=1.5), dict(slope_deg=90.0),

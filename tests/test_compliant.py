@@ -50,8 +50,8 @@ def states():
 def test_compliant_kernel_step_equals_its_dense_twin(case):
     _, params, state, refs = case
     model = SnakeModel(params, SolverParams(u_tol=1e-5))
-    qE, uE, P, active, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
-                                               model._par, model._sol)
+    qE, uE, P, active, dP, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
+                                                   model._par, model._sol, dP=state.dP)
     new, stats = model.step(state, refs)
     assert active.any()
     np.testing.assert_array_equal(new.active, active)

@@ -182,9 +182,9 @@ def test_kernel_step_equals_dense_reference_among_obstacles(case, solver):
     name, passes = (solver.split("/") + ["3"])[:2]
     model = SnakeModel(solver=SolverParams(solver=name, link_passes=int(passes)), scene=scene)
     state = model._with_slots(state)
-    qE, uE, P, active, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
-                                               model._par, model._sol,
-                                               scene=(model._pegs, model._steps))
+    qE, uE, P, active, dP, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
+                                                   model._par, model._sol, dP=state.dP,
+                                                   scene=(model._pegs, model._steps))
     new, stats = model.step(state, refs)
     assert active[2 * model.n:].any(), "no obstacle contact in this case"
     np.testing.assert_array_equal(new.active, active)
@@ -192,6 +192,7 @@ def test_kernel_step_equals_dense_reference_among_obstacles(case, solver):
     np.testing.assert_allclose(new.u, uE, atol=1e-11)
     np.testing.assert_allclose(new.q, qE, atol=1e-13)
     np.testing.assert_allclose(new.P[active], P[active], atol=1e-12)
+    np.testing.assert_allclose(new.dP, dP, atol=1e-12)
     assert (stats.unconverged == 0) == ok
 
 

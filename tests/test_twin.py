@@ -56,18 +56,21 @@ def test_kernel_step_equals_dense_reference(case, solver):
     """solver/passes/drive/drive weight; sor/1: plain SOR, one pass over a
     link's contacts per sweep; the default drive is implicit."""
     label, params, state, refs = case
+    if label in ("sidewinding", "undulation"):  # extrapolated warm starts
+        assert np.abs(state.dP).max() > 0
     name, passes, drive, weight = (solver.split("/") + ["3", "implicit", "1.0"][
         solver.count("/"):])[:4]
     model = SnakeModel(params, SolverParams(solver=name, link_passes=int(passes), drive=drive,
                                             drive_weight=float(weight)))
-    qE, uE, P, active, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
-                                               model._par, model._sol)
+    qE, uE, P, active, dP, it, ok = reference_step(state.q, state.u, state.P, state.active, refs,
+                                                   model._par, model._sol, dP=state.dP)
     new, stats = model.step(state, refs)
     assert stats.iterations == it
     np.testing.assert_array_equal(new.active, active)
     np.testing.assert_allclose(new.u, uE, atol=1e-11)
     np.testing.assert_allclose(new.q, qE, atol=1e-13)
     np.testing.assert_allclose(new.P[active], P[active], atol=1e-12)
+    np.testing.assert_allclose(new.dP, dP, atol=1e-12)
     assert (stats.unconverged == 0) == ok
 
 
