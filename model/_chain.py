@@ -19,10 +19,11 @@ chain,
 the small system Q_l x = [bL_{l-1}; bR_l] with Q_l = [[DL_{l-1}, E_{l-1}],
 [E_{l-1}^T, DR_l]] (the Schur complement of G_J on those joints, so Q_l^-1 is
 their block of G_J^-1). Its solution gives link l's velocity
-u_l = v_l - M_l^-1 B_l^T x = v_l - H_l [bL_{l-1}; bR_l] in O(1) (B_l: the
-joints' rows of W_J^T on link l), and K_l = M_l^-1 - H_l B_l M_l^-1 is link l's
-own block of the constrained inverse mass M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1:
-the response of u_l to an impulse on link l when nothing else changes.
+u_l = v_l - M_l^-1 B_l^T x in O(1) (B_l: the joints' rows of W_J^T on link l):
+with Q_l = F_l F_l^T and Y_l = F_l^-1 B_l M_l^-1, u_l = v_l - Y_l^T F_l^-1
+[bL_{l-1}; bR_l], and K_l = M_l^-1 - Y_l^T Y_l is link l's own block of the
+constrained inverse mass M^-1 - M^-1 W_J G_J^-1 W_J^T M^-1: the response of
+u_l to an impulse on link l when nothing else changes.
 
 A change of the contact impulses on link l changes b only at joints l - 1 and l,
 so a Gauss-Seidel sweep along the chain keeps bL current behind it and bR ahead
@@ -162,20 +163,20 @@ def link_joints(l, nj):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def link_block(l, WJ, minv, Ld, Ls, DR, H, K, C, Y, t):
-    """Link l's gains: H (6, 2r) = M_l^-1 B_l^T Q_l^-1, so that
-    u_l = v_l - H [bL_{l-1}; bR_l], and K (6, 6) = M_l^-1 - H B_l M_l^-1, its
-    block of the constrained inverse mass. B_l (2r, 6): the rows of W_J^T of
-    joints l-1 (rows 0..r-1) and l (rows r..2r-1) on link l, zero where the
-    chain ends (that joint's columns of H are zero); minv (6,): link l's
-    diagonal of M^-1. Returns m (0, r or 2r), the rows of the joints that
-    exist (r rows per joint, WJ (nJ, 12, r)). C (>= r, >= r), Y (2r, 6) and
-    t (>= 6) scratch (r <= 6).
+def link_block(l, WJ, minv, Ld, Ls, DR, Y, K, C, t):
+    """Link l's gains: Y (2r, 6) = F_l^-1 B_l M_l^-1 with F_l the Cholesky
+    factor of Q_l, so that u_l = v_l - Y^T F_l^-1 [bL_{l-1}; bR_l]
+    (:func:`link_velocity`), and K (6, 6) = M_l^-1 - Y^T Y, its block of the
+    constrained inverse mass. B_l (2r, 6): the rows of W_J^T of joints l-1
+    (rows 0..r-1) and l (rows r..2r-1) on link l, zero where the chain ends
+    (that joint's rows of Y are zero); minv (6,): link l's diagonal of M^-1.
+    Returns m (0, r or 2r), the rows of the joints that exist (r rows per
+    joint, WJ (nJ, 12, r)). C (r, r) receives F_l's own block; t (>= 6)
+    scratch (r <= 6).
 
-    Q_l's Cholesky factor is taken by blocks, [[Ld_{l-1}, 0], [Ls_l, C]] with
-    C C^T = DR_l - Ls_l Ls_l^T, and used where it lies: Y = B_l M_l^-1 is
-    solved with it row by row, all six columns at once (K = M_l^-1 - Y^T Y),
-    then with its transpose (Y = H^T)."""
+    F_l is taken by blocks, [[Ld_{l-1}, 0], [Ls_l, C]] with
+    C C^T = DR_l - Ls_l Ls_l^T, and used where it lies: B_l M_l^-1 is solved
+    with it row by row, all six columns at once."""
     nj = WJ.shape[0]
     nr = NR
     jp, jn = link_joints(l, nj)
@@ -234,37 +235,6 @@ def link_block(l, WJ, minv, Ld, Ls, DR, H, K, C, Y, t):
             K[a, c] = -s
             K[c, a] = -s
         K[a, a] += minv[a]
-    # back substitution with the factor's transpose: Y <- Q_l^-1 B_l M_l^-1 = H^T
-    if jn >= 0:
-        for a in range(nr - 1, -1, -1):
-            for j in range(6):
-                t[j] = Y[nr + a, j]
-            for k in range(a + 1, nr):
-                f = C[k, a]
-                for j in range(6):
-                    t[j] -= f * Y[nr + k, j]
-            d = C[a, a]
-            for j in range(6):
-                Y[nr + a, j] = t[j] * d
-    if jp >= 0:
-        for a in range(nr - 1, -1, -1):
-            for j in range(6):
-                t[j] = Y[a, j]
-            for k in range(a + 1, nr):
-                f = Ld[jp, k, a]
-                for j in range(6):
-                    t[j] -= f * Y[k, j]
-            if jn >= 0:
-                for k in range(nr):
-                    f = Ls[jn, k, a]
-                    for j in range(6):
-                        t[j] -= f * Y[nr + k, j]
-            d = Ld[jp, a, a]
-            for j in range(6):
-                Y[a, j] = t[j] * d
-    for i in range(2 * nr):
-        for j in range(6):
-            H[j, i] = Y[i, j]
     return m
 
 
@@ -296,19 +266,35 @@ def all_right(b, FR, bR, lo, hi):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def link_velocity(l, v, nj, bL, bR, H, out):
-    """u_l (6,) = v_l - H_l [bL_{l-1}; bR_l]: link l's velocity with the joint
-    impulses solved directly (bL, bR current at the joints touching link l)."""
+def link_velocity(l, v, nj, bL, bR, Ld, Ls, C, Y, z, out):
+    """u_l (6,) = v_l - Y^T F_l^-1 [bL_{l-1}; bR_l]: link l's velocity with
+    the joint impulses solved directly (bL, bR current at the joints touching
+    link l; C, Y of :func:`link_block`; z (>= 2r,) scratch)."""
     nr = NR
     jp, jn = link_joints(l, nj)
+    for a in range(nr):  # z = F_l^-1 [bL; bR], by blocks
+        s = 0.0
+        if jp >= 0:
+            s = bL[jp, a]
+            for k in range(a):
+                s -= Ld[jp, a, k] * z[k]
+            s *= Ld[jp, a, a]
+        z[a] = s
+    for a in range(nr):
+        s = 0.0
+        if jn >= 0:
+            s = bR[jn, a]
+            if jp >= 0:
+                for k in range(nr):
+                    s -= Ls[jn, a, k] * z[k]
+            for k in range(a):
+                s -= C[a, k] * z[nr + k]
+            s *= C[a, a]
+        z[nr + a] = s
     for j in range(6):
         s = v[6 * l + j]
-        if jp >= 0:
-            for a in range(nr):
-                s -= H[j, a] * bL[jp, a]
-        if jn >= 0:
-            for a in range(nr):
-                s -= H[j, nr + a] * bR[jn, a]
+        for i in range(2 * nr):
+            s -= Y[i, j] * z[i]
         out[j] = s
 
 

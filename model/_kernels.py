@@ -681,8 +681,8 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     _step marked in ext extrapolated by its last change dP (2n, 5)),
     b = W_J^T v. Returns the number of links touching the ground (listed in
     order in lk, their contacts in cs)."""
-    (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext) = ws
+    (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
+     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext, Cl) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
@@ -710,7 +710,7 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     for t in range(nl):
         l = lk[t]
         cnt = ccount[t]
-        link_block(l, WJ, minv[l], Ld, Ls, DR, H[l], K[l], Q, Y, Qf[0])
+        link_block(l, WJ, minv[l], Ld, Ls, DR, Yl[l], K[l], Cl[l], Qf[0])
         for ci in range(cnt):
             c = cs[t, ci]
             if c < 2 * n:
@@ -781,8 +781,8 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
 
 
 @njit(cache=True, error_model="numpy")
-def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, KW, lk, cs, ccount, rr,
-               gA, Pnew, sv, cmu, tw):
+def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, Yl, KW, lk, cs,
+               ccount, rr, gA, Pnew, sv, cmu, tw, z):
     """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
     rear sphere, then its obstacle contacts; normal, friction, rolling, the velocities following each
     projection, Gehring et al. after (19)), with the joints' impulses exact at
@@ -816,7 +816,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, H, KW, lk, c
             while jl < l - 1:
                 jl += 1
                 propagate_left(jl, b, FL, bL)
-            link_velocity(l, v, WJ.shape[0], bL, bR, H[l], ul)
+            link_velocity(l, v, WJ.shape[0], bL, bR, Ld, Ls, Cl[l], Yl[l], z, ul)
             for j in range(6):
                 df[j] = 0.0
             for p in range(passes):
@@ -1340,12 +1340,12 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
         nl = _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, ufree, Wc, ws)
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
-        (D, E, FL, DR, FR, b, bL, bR, xJ, H, K, lk, cs, ccount, rr, gA, Pnew,
-         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext) = ws
+        (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
+         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext, Cl) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
-                                          FR, H, KW, lk, cs, ccount, rr, gA, Pnew, sv, cmu,
-                                          tw)
+                                          FR, Ld, Ls, Cl, Yl, KW, lk, cs, ccount, rr, gA, Pnew,
+                                          sv, cmu, tw, Qf[1])
         while kind != 2 and iters < max_iter:
             iters += 1
             res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree, Wc, nl, b,
@@ -1391,7 +1391,7 @@ def _workspace(n, nr, nc, maxc):
     and the scene's obstacle slots) and up to maxc contacts per link, in the
     order they are unpacked: the chain's
     eliminations D, E, FL, DR, FR (nJ, nr, nr); the joints' right-hand sides
-    b, bL, bR, xJ (nJ, nr); each link's gains H (n, 6, 2 nr) and K (n, 6, 6);
+    b, bL, bR, xJ (nJ, nr); each link's gains Y (n, 2 nr, 6) and K (n, 6, 6);
     the links touching the ground lk (n,), their contacts cs (n, maxc) and
     counts ccount (n,); per contact r (nc, 3), the restitution velocity gA
     (nc,) and the prox results Pnew (nc, 5); small scratch Q, Qf (2 nr, 2 nr),
@@ -1402,12 +1402,13 @@ def _workspace(n, nr, nc, maxc):
     KW = K_l W (nc, 6, 5), its link's velocity response to its impulses, and tw
     (nc,), the last multiplier of its ellipse prox (the next one's start); the
     ground contacts' impulses before their extrapolation Pb (2n, 5) and whether
-    they were extrapolated, ext (2n,)."""
+    they were extrapolated, ext (2n,); each link's block C (n, nr, nr) of its
+    Q's factor (:func:`aiko.model._chain.link_block`)."""
     nj = max(n - 1, 0)
     return (np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr)), np.zeros((nj, nr)), np.zeros((nj, nr)), np.zeros((nj, nr)),
-            np.zeros((n, 6, 2 * nr)), np.zeros((n, 6, 6)),
+            np.zeros((n, 2 * nr, 6)), np.zeros((n, 6, 6)),
             np.zeros(n, dtype=np.int64), np.zeros((n, maxc), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros((nc, 3)), np.zeros(nc),
             np.zeros((nc, 5)), np.zeros((2 * nr, 2 * nr)), np.zeros((2 * nr, 2 * nr)),
@@ -1415,7 +1416,7 @@ def _workspace(n, nr, nc, maxc):
             np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)),
             np.zeros((nc, 3)), np.zeros((n, maxc), dtype=np.int64), np.zeros(n, dtype=np.int64),
             np.zeros((nc, 6, 5)), np.zeros(nc), np.zeros((2 * n, 5)),
-            np.zeros(2 * n, dtype=np.bool_))
+            np.zeros(2 * n, dtype=np.bool_), np.zeros((n, nr, nr)))
 
 
 @njit(cache=True, error_model="numpy")

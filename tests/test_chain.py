@@ -38,11 +38,13 @@ def _chain_system(q, par, minv, u=None, refs=None, sigma=1.0):
 
 
 def _link_gains(sys_, minv, l):
-    H = np.zeros((6, 2 * NR))
+    """(m, (C, Y), K_l) of link_block."""
+    Y = np.zeros((2 * NR, 6))
     Kl = np.zeros((6, 6))
-    m = C.link_block(l, sys_["WJ"], minv[l], sys_["Ld"], sys_["Ls"], sys_["DR"], H, Kl,
-                     np.zeros((NR, NR)), np.zeros((2 * NR, 6)), np.zeros(6))
-    return m, H, Kl
+    Cl = np.zeros((NR, NR))
+    m = C.link_block(l, sys_["WJ"], minv[l], sys_["Ld"], sys_["Ls"], sys_["DR"], Y, Kl, Cl,
+                     np.zeros(6))
+    return m, (Cl, Y), Kl
 
 
 def _curved_posture(params, seed):
@@ -57,7 +59,7 @@ def _curved_posture(params, seed):
 @pytest.mark.parametrize("drives", ["explicit", "implicit"])
 def test_link_gains_equal_dense_constrained_inverse_mass(n, seed, drives):
     """K_l is link l's block of M^-1 - M^-1 W G^-1 W^T M^-1, and
-    u_l = v_l - H_l [bL; bR] is link l's part of v - M^-1 W G^-1 (W^T v + o),
+    link_velocity's u_l is link l's part of v - M^-1 W G^-1 (W^T v + o),
     for any v: W = W_J (explicit drives, inert rows) or [W_J, W_D] with
     G = W^T M^-1 W + diag(compliance) and o the drives' offsets (implicit
     drives, from the dense twin's reference_drive_rows)."""
@@ -95,11 +97,11 @@ def test_link_gains_equal_dense_constrained_inverse_mass(n, seed, drives):
         C.propagate_left(i, b, sys_["FL"], bL)
     C.all_right(b, sys_["FR"], bR, 0, n - 2)
     for l in range(n):
-        m, H, Kl = _link_gains(sys_, minv, l)
+        m, gains, Kl = _link_gains(sys_, minv, l)
         assert m == NR * ((l > 0) + (l < n - 1))
         np.testing.assert_allclose(Kl, A[6 * l:6 * l + 6, 6 * l:6 * l + 6], atol=1e-9, rtol=1e-9)
         ul = np.zeros(6)
-        C.link_velocity(l, v, n - 1, bL, bR, H, ul)
+        C.link_velocity(l, v, n - 1, bL, bR, sys_["Ld"], sys_["Ls"], *gains, np.zeros(2 * NR), ul)
         np.testing.assert_allclose(ul, u_dense[6 * l:6 * l + 6], atol=1e-12, rtol=1e-9)
 
 
