@@ -50,7 +50,7 @@ own drift, among the impulses the velocities do not see (the contact problem
 is rank deficient), dies out instead of carrying on: at 1 a single resting
 link kept a tolerance-level jiggle (5e-6 rad/s) for good; at 0.9 it comes to
 rest as with the plain warm start, and lateral undulation still needs 1.6
-sweeps a step instead of 2.5."""
+sweeps a step instead of 2.4."""
 _TINY = 1e-300
 
 

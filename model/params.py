@@ -176,7 +176,7 @@ class SolverParams:
     rolling parts whose change the solver tells from converged,
     |dP| / r > u_tol). The contact forces of a gait change smoothly, so the
     start is then often within ``u_tol`` of the answer: lateral undulation
-    needs about 1.6 sweeps a step instead of 2.5 (the gain below 1 lets the
+    needs about 1.6 sweeps a step instead of 2.4 (the gain below 1 lets the
     solver's own drift among equivalent impulses die out, so a resting snake
     comes to rest as with the plain warm start).
 

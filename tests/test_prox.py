@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from aiko.model.prox import (_prox_ellipse_t, _prox_ellipse_warm, ellipse_newton_iterations,
@@ -38,6 +38,7 @@ def test_prox_normal_is_projection_on_R_plus(xs):
 
 
 @given(coord, coord, axis, axis)
+@example(1.0, 1.0721852027627741e-104, 23.5, 1.0721852027627741e-104)  # Newton to round-off
 def test_prox_ellipse_membership_and_idempotence(zx, zy, a, b):
     p = prox_ellipse([zx, zy], a, b)
     assert in_ellipse(p, a, b)
@@ -124,8 +125,8 @@ def test_warm_started_ellipse_prox_finds_the_cold_point(zx, zy, a, b, guess):
 
 def test_warm_start_from_a_nearby_point_takes_few_newton_steps():
     """The multiplier of a sliding contact's last pass starts the next root's
-    Newton iteration about three steps from its end (the seeded sample: 3.0),
-    against four or five from the lower bound (4.3)."""
+    Newton iteration about four steps from its end (the seeded sample: 3.9),
+    against five from the lower bound (5.2)."""
     rng = np.random.default_rng(3)
     a, b = 0.2, 1.0  # the orthotropic preset's mu_x / mu_y, scaled
     cold, warm = [], []
@@ -138,7 +139,7 @@ def test_warm_start_from_a_nearby_point_takes_few_newton_steps():
         warm.append(_prox_ellipse_t(z2[0], z2[1], a, b, t_last)[1])
         np.testing.assert_allclose(_prox_ellipse_t(z2[0], z2[1], a, b, t_last)[0],
                                    _prox_ellipse_t(z2[0], z2[1], a, b)[0], rtol=1e-12)
-    assert np.mean(warm) <= 3.2 and np.mean(cold) >= 4.0
+    assert np.mean(warm) <= 4.1 and np.mean(cold) >= 5.0
 
 
 def test_bad_input_is_rejected():
