@@ -31,6 +31,9 @@ def add_parser(sub) -> None:
     s.add_argument("--drive", choices=DRIVES, default=SolverParams.drive,
                    help="the PD joint drives: implicit in the step (default; stable at any "
                         "step) or explicit, as the paper (needs dt <= 0.25 ms)")
+    s.add_argument("--warm-start", choices=("extrapolated", "last"), default="extrapolated",
+                   help="where each contact's iteration starts: extrapolated from its last "
+                        "change (default; SOR and JOR) or its last impulses (the paper's)")
     s.add_argument("--mu", type=nonneg("mu"), metavar="MU", help="isotropic friction")
     s.add_argument("--mu-x", type=nonneg("mu-x"), metavar="MU",
                    help="friction along the link")
@@ -80,7 +83,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     mu_y = args.mu_y if args.mu_y is not None else mu_y
     params = SnakeParams(n=args.links, mu_x=mu_x, mu_y=mu_y, slope_deg=args.slope,
                          contact=args.contact)
-    solver = SolverParams(solver=args.solver, drive=args.drive)
+    solver = SolverParams(solver=args.solver, drive=args.drive,
+                          extrapolate=args.warm_start == "extrapolated")
     if args.dt is not None:
         solver = solver.with_(dt=args.dt)
     from aiko.experiments.simulate import initial_state_for_gait
@@ -140,7 +144,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     st = res.stats
     print(f"gait {gait.name}: {params.n} links, mu_x {mu_x:g}, mu_y {mu_y:g}, "
           f"slope {args.slope:g} deg, solver {args.solver}, dt {model.dt:g} s, "
-          f"{args.drive} drives" + ("" if scene.empty else f"; {scene.describe()}"))
+          f"{args.drive} drives, {'extrapolated' if solver.extrapolates else 'last'} warm "
+          "start" + ("" if scene.empty else f"; {scene.describe()}"))
     print(f"link {link}: start ({p0[0]:+.4f}, {p0[1]:+.4f}, {p0[2]:+.4f}) m, "
           f"end ({p1[0]:+.4f}, {p1[1]:+.4f}, {p1[2]:+.4f}) m, "
           f"moved ({d[0]:+.4f}, {d[1]:+.4f}) m, distance {math.hypot(d[0], d[1]):.4f} m")

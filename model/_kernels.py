@@ -675,10 +675,11 @@ def _group_cols(grp):
 
 @njit(cache=True, error_model="numpy")
 def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
-    """Everything a sweep needs, O(n): the chain's eliminations, the gains H_l
-    and K_l of each link touching the ground, each contact's W (6, 5), r and
-    restitution velocity, the warm start folded into v (a ground contact that
-    _step marked in ext extrapolated by its last change dP (2n, 5)),
+    """Everything a sweep needs, O(n): the chain's eliminations, the gains
+    (C_l, Y_l, K_l) of each link touching the ground, each contact's W (6, 5), r and
+    restitution velocity, K_l W, the warm start folded into v (a ground
+    contact that _step marked in ext extrapolated by its last change dP
+    (2n, 5), times EXTRAPOLATION_GAIN),
     b = W_J^T v. Returns the number of links touching the ground (listed in
     order in lk, their contacts in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
@@ -737,8 +738,8 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
                 else:
                     rr[c, grp] = alpha / max(gmax, _TINY)
                 if c < 2 * n and ext[c]:
-                    # the linear extrapolation of a ground contact closed in
-                    # the last two steps, where its change is one the solver
+                    # the extrapolation of a ground contact closed in the
+                    # last two steps, where its change is one the solver
                     # tells from converged (|dP| / r > u_tol, as its
                     # residual): below that it is the solver's own tolerance,
                     # and extrapolating it would let it grow step by step
@@ -1252,8 +1253,10 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
     then the scene's obstacle slots (:func:`_obstacle_contacts`). dP (2n, 5):
     a ground contact's change of impulses over the last step; with sol's
     ``extrapolate`` one closed in that step and in this one starts from
-    P + dP (P_N kept >= 0), and on return dP is this step's change (zero for
-    the others). scene: the tuple (pegs, steps, peg_rmax) of :func:`_advance`.
+    P + EXTRAPOLATION_GAIN dP where the change is above the solver's
+    tolerance (:func:`_contact_setup`; P_N kept >= 0), and on return dP is
+    this step's change (zero for the others; untouched by the compliant
+    law). scene: the tuple (pegs, steps, peg_rmax) of :func:`_advance`.
     ufree (6n,), jwork (nJ, r) and ws (:func:`_workspace`) are scratch.
     """
     n = q.shape[0]

@@ -283,7 +283,8 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
     ``scene``: (pegs, steps) arrays as the model's ``_pegs``, ``_steps``; P and
     active then hold the obstacle slots after the 2n ground rows. dP (2n, 5):
     the ground contacts' last change of impulses (None: zero); a contact closed
-    in the last step and in this one starts from P + dP when sol says
+    in the last step and in this one starts from P + EXTRAPOLATION_GAIN dP,
+    in each group whose change exceeds u_tol r, when sol says
     ``extrapolate``.
 
     ``history``, if given, receives every sweep's largest prox-equation residual
@@ -439,7 +440,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
             r[c] = (alpha / max(d[0], 1e-300), alpha / max(d[1], d[2], 1e-300),
                     alpha / max(d[3], d[4], 1e-300))
         if c < 2 * n and ext[c]:
-            # the linear extrapolation, per group where the change exceeds
+            # the extrapolation, per group where the change exceeds
             # what the solver calls converged (|dP| / r > u_tol)
             for grp, sl in enumerate(groups):
                 if np.any(np.abs(dP[c, sl]) > u_tol * r[c][grp]):

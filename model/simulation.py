@@ -57,7 +57,7 @@ class SnakeState:
     model with a scene as one without obstacle contacts. dP (2n, 5): each
     ground contact's change of impulses over the last step where it was
     closed in that step and the one before, else zero; the next step starts
-    from P + dP (``SolverParams.extrapolate``). None: zero.
+    from their extrapolation (``SolverParams.extrapolate``). None: zero.
     """
 
     t: float

@@ -49,6 +49,21 @@ def test_every_solver_runs_a_gait_and_reports_its_speed(capsys, solver):
     assert 0 < us < 1e6
 
 
+def test_warm_start_option_reaches_the_solver(capsys):
+    """--warm-start last is the paper's warm start: the same gait takes more
+    sweeps than with the default extrapolated one; newton always uses it."""
+    means = {}
+    for how in ("extrapolated", "last"):
+        assert main(["simulate", "lateral-undulation", "--duration", "0.3",
+                     "--warm-start", how]) == 0
+        out = capsys.readouterr().out
+        assert f"{how} warm start" in out
+        means[how] = float(out.split("solver iterations mean ")[1].split()[0])
+    assert means["extrapolated"] < means["last"]
+    assert main(["simulate", "still", "--duration", "0.01", "--solver", "newton"]) == 0
+    assert "last warm start" in capsys.readouterr().out
+
+
 def test_options_reach_the_model(capsys):
     assert main(["simulate", "still", "--duration", "0.5", "--slope", "20", "--mu", "0.1",
                  "--solver", "newton", "--links", "3", "--dt", "0.0005"]) == 0
