@@ -45,7 +45,8 @@ from aiko.model import SnakeModel, SnakeParams, SolverParams
 
 REFERENCE = SolverParams(dt=0.00025, drive="explicit", u_tol=1e-8, active_tol=1e-9)
 """The model as the paper steps it, with the solver settings it had before the
-implicit drives: the reference every step is compared with."""
+implicit drives and today's extrapolated warm start (the row "reference/warm"
+takes the paper's): the reference every step is compared with."""
 
 
 def ensemble(name: str, solver: SolverParams, duration: float, members: int):
