@@ -683,7 +683,7 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     b = W_J^T v. Returns the number of links touching the ground (listed in
     order in lk, their contacts in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
-     Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext, Cl) = ws
+     tv, zv, Cl, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
@@ -711,7 +711,7 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     for t in range(nl):
         l = lk[t]
         cnt = ccount[t]
-        link_block(l, WJ, minv[l], Ld, Ls, DR, Yl[l], K[l], Cl[l], Qf[0])
+        link_block(l, WJ, minv[l], Ld, Ls, DR, Yl[l], K[l], Cl[l], tv)
         for ci in range(cnt):
             c = cs[t, ci]
             if c < 2 * n:
@@ -1344,11 +1344,11 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
-         Q, Qf, Y, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext, Cl) = ws
+         tv, zv, Cl, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
                                           FR, Ld, Ls, Cl, Yl, KW, lk, cs, ccount, rr, gA, Pnew,
-                                          sv, cmu, tw, Qf[1])
+                                          sv, cmu, tw, zv)
         while kind != 2 and iters < max_iter:
             iters += 1
             res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree, Wc, nl, b,
@@ -1397,16 +1397,17 @@ def _workspace(n, nr, nc, maxc):
     b, bL, bR, xJ (nJ, nr); each link's gains Y (n, 2 nr, 6) and K (n, 6, 6);
     the links touching the ground lk (n,), their contacts cs (n, maxc) and
     counts ccount (n,); per contact r (nc, 3), the restitution velocity gA
-    (nc,) and the prox results Pnew (nc, 5); small scratch Q, Qf (2 nr, 2 nr),
-    Y (2 nr, 6), F4 (nr, nr), sv (6, 8); tau (n, 3); minv (n, 6); the motors'
+    (nc,) and the prox results Pnew (nc, 5); scratch vectors tv (6,) and zv
+    (2 nr,); each link's block C (n, nr, nr) of its Q's factor
+    (:func:`aiko.model._chain.link_block`); small scratch F4 (nr, nr),
+    sv (6, 8); tau (n, 3); minv (n, 6); the motors'
     power (nJ, 2); the rows' compliance comp and offset bo (nJ, nr); per
     contact its friction [mu_a, mu_b, mu_V] cmu (nc, 3); each link's obstacle
     contacts oc (n, maxc) and their counts ocount (n,); per contact
     KW = K_l W (nc, 6, 5), its link's velocity response to its impulses, and tw
     (nc,), the last multiplier of its ellipse prox (the next one's start); the
     ground contacts' impulses before their extrapolation Pb (2n, 5) and whether
-    they were extrapolated, ext (2n,); each link's block C (n, nr, nr) of its
-    Q's factor (:func:`aiko.model._chain.link_block`)."""
+    they were extrapolated, ext (2n,)."""
     nj = max(n - 1, 0)
     return (np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
@@ -1414,12 +1415,12 @@ def _workspace(n, nr, nc, maxc):
             np.zeros((n, 2 * nr, 6)), np.zeros((n, 6, 6)),
             np.zeros(n, dtype=np.int64), np.zeros((n, maxc), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros((nc, 3)), np.zeros(nc),
-            np.zeros((nc, 5)), np.zeros((2 * nr, 2 * nr)), np.zeros((2 * nr, 2 * nr)),
-            np.zeros((2 * nr, 6)), np.zeros((nr, nr)), np.zeros((6, 8)), np.zeros((n, 3)),
+            np.zeros((nc, 5)), np.zeros(6), np.zeros(2 * nr), np.zeros((n, nr, nr)),
+            np.zeros((nr, nr)), np.zeros((6, 8)), np.zeros((n, 3)),
             np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)),
             np.zeros((nc, 3)), np.zeros((n, maxc), dtype=np.int64), np.zeros(n, dtype=np.int64),
             np.zeros((nc, 6, 5)), np.zeros(nc), np.zeros((2 * n, 5)),
-            np.zeros(2 * n, dtype=np.bool_), np.zeros((n, nr, nr)))
+            np.zeros(2 * n, dtype=np.bool_))
 
 
 @njit(cache=True, error_model="numpy")
