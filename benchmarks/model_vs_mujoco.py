@@ -14,7 +14,9 @@ mu_x and mu_y there (its trajectory is not comparable, its cost is). Both engine
 get the same reference at every step (link 6's displacement is compared: the
 two engines place the curved start differently) (MuJoCo's actuators see the angle; its damping
 acts on the joint rate without the reference rate). One core, wall time of the
-stepping only. Ours runs with implicit drives (the default) and with the
+stepping only, the fastest of ``--repeat`` runs of each (taken in turn, so
+that a slow phase of a shared machine does not fall on one engine only). Ours
+runs with implicit drives (the default) and with the
 paper's explicit ones, both with the default solver settings; MuJoCo's
 implicitfast integrates its actuators' damping implicitly. Not part of the test
 suite.
@@ -119,16 +121,22 @@ def main() -> None:
     ap.add_argument("--scaling", action="store_true")
     ap.add_argument("--dt", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0],
                     help="time steps, ms")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each engine and configuration, taken in turn; the "
+                         "fastest counts (default 3)")
     a = ap.parse_args()
-    print(f"machine: {machine()}; one core, stepping wall time only")
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    print(f"machine: {machine()}; one core, stepping wall time only, the fastest of "
+          f"{a.repeat} runs taken in turn")
     if a.scaling:
         gait = PRESETS["sidewinding"]
         print(f"{'links':>5} {'ours us/step':>12} {'MuJoCo us/step':>14} {'ratio':>6}")
         base = None
         for n in (11, 22, 44, 88):
             p = SnakeParams(n=n)
-            ours, _, _ = run_ours(p, gait, 0.00025, a.duration)
-            mj, _, _ = run_mujoco(p, gait, 0.00025, a.duration, 0.2)
+            ours = min(run_ours(p, gait, 0.00025, a.duration)[0] for _ in range(a.repeat))
+            mj = min(run_mujoco(p, gait, 0.00025, a.duration, 0.2)[0] for _ in range(a.repeat))
             base = base or (ours, mj)
             print(f"{n:>5} {ours:>12.1f} {mj:>14.1f} {ours / mj:>6.2f}   "
                   f"(x{ours / base[0]:.1f} and x{mj / base[1]:.1f} from 11 links)")
@@ -141,9 +149,15 @@ def main() -> None:
         p = SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y)
         mu = 0.5 * (gait.mu_x + gait.mu_y)
         for dt in (d * 1e-3 for d in a.dt):
-            mj, end_m, ncon = run_mujoco(p, gait, dt, a.duration, mu)
+            runs = {"mujoco": [], "implicit": [], "explicit": []}
+            for _ in range(a.repeat):
+                runs["mujoco"].append(run_mujoco(p, gait, dt, a.duration, mu))
+                for drive in ("implicit", "explicit"):
+                    runs[drive].append(run_ours(p, gait, dt, a.duration, drive))
+            mj, end_m, ncon = min(runs["mujoco"], key=lambda r: r[0])
             for drive in ("implicit", "explicit"):
-                ours, end_o, _ = run_ours(p, gait, dt, a.duration, drive)
+                done = [r for r in runs[drive] if r[0] == r[0]]  # a diverged run: NaN
+                ours, end_o, _ = min(done, key=lambda r: r[0]) if done else runs[drive][0]
                 if ours != ours:  # NaN: diverged
                     print(f"{name:<32}{dt * 1e3:>6.2f}{drive:>9}{'diverges':>9}{mj:>10.1f}")
                     continue
