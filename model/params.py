@@ -157,9 +157,15 @@ class SolverParams:
     speed, slip speed or misalignment of the sliding direction below u_tol. The
     contact impulses are not unique (the problem is rank deficient), the
     velocities are, so this is the criterion that ends most steps. 1 um/s by
-    default: 1e-8 took 2-4 times the sweeps, and the paths it gives differ
-    from those of 1e-6 by no more than a tenfold tighter tolerance changes
-    them again (benchmarks/timestep_study.py).
+    default. Where the solver stops does pick among the impulses, and on
+    flat ground that matters: the chain lying on the ground is statically
+    indeterminate (its normal impulses' Delassus matrix has rank 12 of 22),
+    and solved to 1e-8 or tighter the solver carries about 90 % of the
+    weight on the links' front spheres, against about half at 1e-6. With
+    anisotropic friction that split sets the speed: the orthotropic preset
+    travels 3 % further at 1e-6 than solved to 1e-10, whatever the step;
+    1e-9 takes about seven times the sweeps (benchmarks/timestep_study.py,
+    README).
 
     ``active_tol`` (m) is the gap below which a contact is taken as closed (49).
     A literal ``g_N <= 0`` lets resting contacts drop out on round-off (gaps of
@@ -186,8 +192,8 @@ class SolverParams:
     its rates, solved with the joints. A weight of 1 takes the end of the step
     (damps the drive's fastest modes most), 0.5 the trapezoidal rule (no
     numerical damping, but stiff modes ring); 0.6 between them. ``dt`` 0.5 ms:
-    the largest step whose paths stay as close to the paper's step as that step's
-    own paths stay to themselves when it is halved or its tolerance tightened
+    solved to 1e-9, its paths stay within 0.4-0.7 cm of the paper's step
+    solved to 1e-10, about as close as that step is to its own half
     (benchmarks/timestep_study.py, README); the paper's 0.25 ms with explicit
     drives is ``SolverParams(dt=0.00025, drive="explicit")``.
     """
