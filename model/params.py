@@ -155,8 +155,8 @@ class SolverParams:
     Every solver also stops when every prox equation (61) holds to ``u_tol`` in
     velocity units, ``|P - prox(P - r gamma)| / r <= u_tol`` (m/s): a sinking
     speed, slip speed or misalignment of the sliding direction below u_tol. The
-    contact impulses are not unique (the problem is rank deficient), the
-    velocities are, so this is the criterion that ends most steps. 1 um/s by
+    contact impulses are not unique (the problem is rank deficient), so this
+    velocity-level test is the one that ends most steps. 1 um/s by
     default. Where the solver stops does pick among the impulses, and on
     flat ground that matters: the chain lying on the ground is statically
     indeterminate (its normal impulses' Delassus matrix has rank 12 of 22),
