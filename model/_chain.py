@@ -51,8 +51,6 @@ def chol_factor(A, m, F):
         s = A[j, j]
         for k in range(j):
             s -= F[j, k] * F[j, k]
-        # 1/sqrt(s) with the square root and the division side by side, not
-        # one after the other: the pivots are the factor's critical path
         d = math.sqrt(s) * (1.0 / s) if s > 0.0 else 1e300
         F[j, j] = d
         for i in range(j + 1, m):
