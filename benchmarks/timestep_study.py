@@ -14,7 +14,9 @@ coefficients differ by k parts in a million (k = 0 .. members - 1), and the
 study compares ensemble means:
 
 * the reference: explicit drives (the paper's step) at 0.25 ms, solved to
-  u_tol 1e-10 m/s, so that the solver's tolerance plays no part in it; and how
+  u_tol 1e-10 m/s, so that the solver's tolerance plays no part in it (it is
+  still the answer of this solver, whose sweeps run from the head: a lying
+  snake's weight split is the iteration's, benchmarks/weight_split.py); and how
   well it is itself defined: the same at half the step, with the paper's warm
   start (the last impulses) instead of the extrapolated one, and at the
   tolerance the previous reference had (1e-8);
