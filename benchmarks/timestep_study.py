@@ -104,7 +104,7 @@ def main() -> None:
     print(f"{'preset':<32}{'drive':>15}{'dt ms':>6}{'u_tol':>7}{'bias cm':>9}{'end cm':>8}"
           f"{'spread cm':>10}{'travel m':>9}{'err %':>7}{'sweeps':>8}{'us/step':>9}{'RTF':>7}"
           "  within")
-    configs = [(label, solver) for label, solver in VARIANTS.items()]
+    configs = list(VARIANTS.items())
     for drive in a.drive:
         kind, _, weight = drive.partition("@")
         for u_tol in a.u_tol:

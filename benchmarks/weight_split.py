@@ -30,15 +30,16 @@ from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model import reference
 
 
-def normal_rank(model: SnakeModel, q: np.ndarray) -> tuple[int, int]:
-    """(rank, size) of W_N^T A W_N for the spheres on the ground at q (relative
-    threshold 1e-10 on the singular values)."""
+def normal_rank(model: SnakeModel, state) -> tuple[int, int]:
+    """(rank, size) of W_N^T A W_N for the spheres the state's last step had
+    on the ground (its active set; relative threshold 1e-10 on the singular
+    values)."""
     p = model.params
-    m = reference.dense_matrices(q, reference._pars(model._par))
+    m = reference.dense_matrices(state.q, reference._pars(model._par))
     minv = np.diag(np.tile([1 / p.m] * 3 + [1 / p.Theta1] * 2 + [1 / p.Theta3], p.n))
     WJ = m["W_J"]
     A = minv - minv @ WJ @ np.linalg.pinv(WJ.T @ minv @ WJ) @ WJ.T @ minv
-    down = m["g_N"] <= 1e-6
+    down = state.active[:2 * p.n]
     WN = m["W_N"][:, down]
     s = np.linalg.svd(WN.T @ A @ WN, compute_uv=False)
     return int((s > 1e-10 * s[0]).sum()) if s.size else 0, int(down.sum())
@@ -82,7 +83,7 @@ def main() -> None:
                     P_N = state.P[:2 * n, 0]
                     if P_N.sum() > 0:
                         shares.append(P_N[:n].sum() / P_N.sum())
-            rank, size = normal_rank(model, state.q)
+            rank, size = normal_rank(model, state)
             moved = np.linalg.norm(state.q[5, :2] - start)
             print(f"{name:<32}{u_tol:>7.0e}{f'{rank}/{size}':>9}{np.mean(shares):>13.3f}"
                   f"{np.min(shares):>7.3f}{np.max(shares):>7.3f}{np.mean(sweeps):>8.1f}"
