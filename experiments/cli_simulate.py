@@ -17,6 +17,17 @@ from .cli_args import ArgError, Progress, links, nonneg, positive, slope
 __all__ = ["add_parser", "cmd_simulate"]
 
 
+def stiffness(text: str) -> float:
+    """--k-N: a positive number of N/m, or inf (the rigid contact)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"k-N must be a number or inf, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"k-N must be positive (or inf), got {text}")
+    return v
+
+
 def add_parser(sub) -> None:
     s = sub.add_parser("simulate", help="simulate a gait on the non-smooth model",
                        description="Simulate a gait (a preset name or a gait TOML file) on the "
@@ -52,6 +63,9 @@ def add_parser(sub) -> None:
     s.add_argument("--contact", choices=("hard", "compliant"), default="hard",
                    help="contact law: the paper's hard (set-valued) contact (default), or "
                         "the compliant desired-acceleration law of Rengifo et al.")
+    s.add_argument("--k-N", dest="k_N", type=stiffness, default=None, metavar="N_PER_M",
+                   help="the hard contact's normal stiffness, N/m (default 1e6, with a "
+                        "damper of 1e4 N s/m); inf: the paper's rigid contact")
     s.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
                    help="start at rest laid along a curve: [curve] polyline = [[x, y], ...], "
                         "arc = {center, radius, start_deg, direction} or gait = true "
@@ -83,6 +97,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     mu_y = args.mu_y if args.mu_y is not None else mu_y
     params = SnakeParams(n=args.links, mu_x=mu_x, mu_y=mu_y, slope_deg=args.slope,
                          contact=args.contact)
+    if args.k_N is not None:
+        params = params.with_(k_N=args.k_N)
     solver = SolverParams(solver=args.solver, drive=args.drive,
                           extrapolate=args.warm_start == "extrapolated")
     if args.dt is not None:

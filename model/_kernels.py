@@ -523,14 +523,36 @@ def project_joints(q, L, keep_com, R2):
 # one time step (72)-(83)
 # --------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy", inline="always")
-def _contact_prox(P, c, gam, grp, r, gA, e_N, mu_x, mu_y, mu_V, out, tw):
+def _soft_normal(par, sol):
+    """The contacts' normal stiffness k_N, damping d_N and largest push-out
+    speed v_N (par[20:23]) as the normal prox's terms (c_N, k_g, v_N), with
+    gamma = dt d_N + dt^2 k_N / 2, c_N = 1 / gamma and k_g = dt k_N / gamma.
+    A closed contact's normal impulse is its spring and damper's,
+    P_N = -gamma gamma_N^E - dt k_N g_M (g_M + dt gamma_N^E / 2 the gap at
+    the step's end), the spring's part -dt k_N g_M capped at gamma v_N (it
+    pushes the contact apart at v_N at most), and not negative: P_N >= 0
+    complementary to phi = gamma_N^E + e_N gamma_N^A + c_N P_N
+    + max(k_g g_M, -v_N) >= 0, phi increasing in P_N (so unique where the
+    rigid law is not). k_N infinite: (0, 0, 0), the paper's hard law (77)."""
+    k_N = par[20]
+    if not k_N < math.inf:
+        return 0.0, 0.0, 0.0
+    dt = sol[0]
+    gamma = dt * par[21] + 0.5 * dt * dt * k_N
+    return 1.0 / gamma, dt * k_N / gamma, par[22]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _contact_prox(P, c, gam, grp, r, gA, gM, sn, mu_x, mu_y, mu_V, out, tw):
     """One group of contact c's prox equations, from its impulses P[c] into
     out[c]: grp 0 normal (77) (with Newton restitution on the normal velocity),
     1 Coulomb ellipse (78), (58), 2 rolling disc (79), (60). The friction sets use
-    the normal impulse already in out[c, 0]. r (3,): r_N, r_T, r_V. tw (nc,):
+    the normal impulse already in out[c, 0]. r (3,): r_N, r_T, r_V. gA: the
+    restitution velocity e_N gamma_N^A, gM the gap at the midpoint, sn the
+    springs' (c_N, k_g, v_N) of :func:`_soft_normal`. tw (nc,):
     each contact's last multiplier of the ellipse prox, its next start."""
     if grp == 0:
-        pn = P[c, 0] - r[0] * (gam[0] + e_N * gA)
+        pn = P[c, 0] - r[0] * (gam[0] + gA + sn[0] * P[c, 0] + max(sn[1] * gM, -sn[2]))
         out[c, 0] = pn if pn > 0.0 else 0.0
     elif grp == 1:
         pt0, pt1, tw[c] = _prox_ellipse_warm(P[c, 1] - r[1] * gam[1], P[c, 2] - r[1] * gam[2],
@@ -683,12 +705,14 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     b = W_J^T v. Returns the number of links touching the ground (listed in
     order in lk, their contacts in cs)."""
     (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
-     tv, zv, Cl, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext) = ws
+     tv, zv, Cl, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext, gM) = ws
     n = u.shape[0]
     kind = int(sol[1])
     alpha = sol[2]
     L_SC = par[1]
     L_GS = par[2]
+    e_N = par[16]
+    cN = _soft_normal(par, sol)[0]
     nl = 0
     for l in range(n):
         cnt = 0
@@ -735,6 +759,8 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
                     gmax = max(gmax, g)
                 if kind == 0:
                     rr[c, grp] = sol[3 + grp]
+                elif grp == 0:
+                    rr[c, grp] = alpha / max(gmax + cN, _TINY)
                 else:
                     rr[c, grp] = alpha / max(gmax, _TINY)
                 if c < 2 * n and ext[c]:
@@ -755,7 +781,7 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
             s = 0.0
             for j in range(6):
                 s += Wc[c, j, 0] * u[l, j]
-            gA[c] = s
+            gA[c] = e_N * s
             # warm start: the last impulses act on the free velocity
             for j in range(6):
                 w = 0.0
@@ -783,7 +809,7 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
 
 @njit(cache=True, error_model="numpy")
 def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, Yl, KW, lk, cs,
-               ccount, rr, gA, Pnew, sv, cmu, tw, z):
+               ccount, rr, gA, gM, Pnew, sv, cmu, tw, z):
     """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
     rear sphere, then its obstacle contacts; normal, friction, rolling, the velocities following each
     projection, Gehring et al. after (19)), with the joints' impulses exact at
@@ -794,7 +820,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, 
     sweep are those of its first passes. O(n + contacts) per sweep. Returns
     (sweeps, converged). One call per step: every call of a compiled function
     updates the reference counts of its array arguments."""
-    e_N = par[16]
+    sn = _soft_normal(par, sol)
     passes = int(sol[14])
     ul = sv[0]
     df = sv[1]
@@ -831,7 +857,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, 
                             for j in range(6):
                                 g += Wc[c, j, k] * ul[j]
                             gam[k] = g
-                        _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1],
+                        _contact_prox(P, c, gam, grp, rr[c], gA[c], gM[c], sn, cmu[c, 0], cmu[c, 1],
                                       cmu[c, 2], Pnew, tw)
                         for k in range(k0, k1):
                             d = Pnew[c, k] - P[c, k]
@@ -865,11 +891,11 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, 
 
 @njit(cache=True, error_model="numpy")
 def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccount, rr, gA,
-                  Pnew, sv, cmu, tw):
+                  gM, Pnew, sv, cmu, tw):
     """One Jacobi sweep: every contact's prox from the same velocities (the
     joints' impulses solved once, O(n)), then all impulses updated. Returns
     (residual, impulse test passed, change norm of (93))."""
-    e_N = par[16]
+    sn = _soft_normal(par, sol)
     nj = WJ.shape[0]
     ul = sv[0]
     df = sv[1]
@@ -898,7 +924,7 @@ def _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, v, Wc, nl, b, xJ, lk, cs, ccoun
                     g += Wc[c, j, k] * ul[j]
                 gam[k] = g
             for grp in range(3):
-                _contact_prox(P, c, gam, grp, rr[c], gA[c], e_N, cmu[c, 0], cmu[c, 1],
+                _contact_prox(P, c, gam, grp, rr[c], gA[c], gM[c], sn, cmu[c, 0], cmu[c, 1],
                               cmu[c, 2], Pnew, tw)
     res = 0.0
     imp_ok = True
@@ -1121,7 +1147,7 @@ def _obstacle_columns(W, mus, mu, R, n0, n1, n2, t0, t1, t2, s0, s1, s2, r0, r1,
 
 
 @njit(cache=True, error_model="numpy")
-def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount):
+def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount, gM):
     """The obstacle contacts closed at the midpoint qM (the active set (49)
     with ``active_tol``), their W (6, 5) into Wc and friction into cmu, each
     link's list into oc/ocount (cleared first, with the active flags of the
@@ -1195,6 +1221,7 @@ def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount):
                             nx = hx / d
                             ny = hy / d
                         c = 2 * n + l * npg + k
+                        gM[c] = d - L_SC - pegs[k, 2]
                         _obstacle_columns(Wc[c], cmu[c], pegs[k, 3], R, nx, ny, 0.0, -ny, nx,
                                           0.0, 0.0, 0.0, 1.0, s * zx - L_SC * nx,
                                           s * zy - L_SC * ny, s * zz)
@@ -1215,6 +1242,7 @@ def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount):
                         nx = dx / d
                         nz = dz / d
                         c = 2 * n + n * npg + (l + sd * n) * ns + k
+                        gM[c] = d - L_SC
                         _obstacle_columns(Wc[c], cmu[c], steps[k, 3], R, nx, 0.0, nz, 0.0, 1.0,
                                           0.0, -nz, 0.0, nx, side * L_GS * zx - L_SC * nx,
                                           side * L_GS * zy, side * L_GS * zz - L_SC * nz)
@@ -1314,6 +1342,7 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
     extrapolate = sol[17] > 0.5
     Pb = ws[32]
     ext = ws[33]
+    gM = ws[34]
     for c in range(2 * n):
         i = c % n
         side = 1.0 if c < n else -1.0
@@ -1321,6 +1350,7 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
         if steps.shape[0] > 0:  # the level under the sphere's centre
             gap -= ground_level(steps, tmp_q[i, 0] + side * L_GS * Rs[i, 0, 2])
         ext[c] = False
+        gM[c] = gap
         if gap <= sol[11]:
             if sol[13] < 0.5:  # cold start
                 for k in range(5):
@@ -1335,7 +1365,7 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
             active[c] = False
     if scene[0].shape[0] + steps.shape[0] > 0:
         nact += _obstacle_contacts(tmp_q, Rs, par, sol, scene, P, active, Wc, ws[27], ws[28],
-                                   ws[29])
+                                   ws[29], gM)
     iters = 0
     converged = True
     if nact > 0:
@@ -1344,15 +1374,16 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
         # the solvers take the arrays they use by name; SOR runs all its sweeps
         # in one call (every call updates its array arguments' reference counts)
         (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
-         tv, zv, Cl, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext) = ws
+         tv, zv, Cl, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext, gM) = ws
         if kind == 2:
             iters, converged = _sor_solve(P, par, sol, WJ, minv, ufree, Wc, nl, b, bL, bR, FL,
-                                          FR, Ld, Ls, Cl, Yl, KW, lk, cs, ccount, rr, gA, Pnew,
+                                          FR, Ld, Ls, Cl, Yl, KW, lk, cs, ccount, rr, gA, gM, Pnew,
                                           sv, cmu, tw, zv)
         while kind != 2 and iters < max_iter:
             iters += 1
             res, imp_ok, dsum = _jacobi_sweep(P, par, sol, WJ, Ld, Ls, minv, ufree, Wc, nl, b,
-                                              xJ, lk, cs, ccount, rr, gA, Pnew, sv, cmu, tw)
+                                              xJ, lk, cs, ccount, rr, gA, gM, Pnew, sv, cmu,
+                                              tw)
             if kind == 0:  # (93)
                 imp_ok = dsum < sol[6]
             # res: the largest violation of a prox equation (61), in velocity
@@ -1420,7 +1451,7 @@ def _workspace(n, nr, nc, maxc):
             np.zeros((n, 6)), np.zeros((nj, 2)), np.zeros((nj, nr)), np.zeros((nj, nr)),
             np.zeros((nc, 3)), np.zeros((n, maxc), dtype=np.int64), np.zeros(n, dtype=np.int64),
             np.zeros((nc, 6, 5)), np.zeros(nc), np.zeros((2 * n, 5)),
-            np.zeros(2 * n, dtype=np.bool_))
+            np.zeros(2 * n, dtype=np.bool_), np.zeros(nc))
 
 
 @njit(cache=True, error_model="numpy")

@@ -46,6 +46,26 @@ class SnakeParams:
     contact, or the compliant law with its gains ``k_pc`` (1/s^2) and ``k_vc``
     (1/s), Rengifo et al.'s 500 and 250 by default.
 
+    ``k_N`` (N/m), ``d_N`` (N s/m) and ``v_N`` (m/s) give the hard law's
+    contacts a stiff normal spring and damper: a closed contact's normal
+    impulse over a step is P_N = dt (k_N (-g_E) + d_N (-gamma_N^E)), g_E the
+    gap at the step's end and gamma_N^E the normal velocity, the spring's part
+    no more than it takes to push the contact apart at v_N, and P_N >= 0;
+    solved with the friction and the joints like the paper's (77), which is
+    the limit k_N -> inf (``k_N=math.inf``: the paper's rigid law; d_N and
+    v_N unused). Why: a snake lying on the ground is statically
+    indeterminate (22 normal impulses, 12 independent), so the rigid law
+    leaves the split of its weight between the spheres to the solver's
+    iteration, and on anisotropic friction that split sets the speed. Equal
+    springs pick one split (the least-norm one, in the stiff limit) that no
+    tolerance, time step or sweep order changes. The defaults sink a sphere
+    carrying half a link's weight 3.3 um; the damper (10 ms against the
+    spring, heavily overdamped for any of the snake's masses) keeps an impact
+    from bouncing back off the spring, and v_N caps how fast the spring
+    pushes out what an impact pressed in (a step's late detection presses a
+    sphere in by up to v dt), above the F / d_N = 7.5 mm/s at which it carries
+    the whole snake's weight at rest. Not used by the compliant law.
+
     ``slope_deg`` inclines the ground about the y axis, rising toward +x. The
     coordinates stay ground-fixed, so gravity gains ``-g sin(slope)`` along x.
     """
@@ -70,6 +90,9 @@ class SnakeParams:
     contact: str = "hard"
     k_pc: float = 500.0
     k_vc: float = 250.0
+    k_N: float = 1.0e6
+    d_N: float = 1.0e4
+    v_N: float = 1.0e-2
 
     def __post_init__(self) -> None:
         if self.contact not in CONTACT_LAWS:
@@ -79,6 +102,12 @@ class SnakeParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ParameterError(name, value, "must be a positive finite number")
+        if not self.k_N > 0:  # NaN fails too
+            raise ParameterError("k_N", self.k_N, "must be positive (math.inf: rigid)")
+        if not (math.isfinite(self.d_N) and self.d_N >= 0):
+            raise ParameterError("d_N", self.d_N, "must be a non-negative finite number")
+        if not self.v_N > 0:
+            raise ParameterError("v_N", self.v_N, "must be positive (math.inf: no limit)")
         if not isinstance(self.n, int) or self.n < 1:
             raise ParameterError("n", self.n, "the number of links must be an integer >= 1")
         for name in ("L", "L_SC", "m", "Theta1", "Theta3"):

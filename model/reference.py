@@ -35,7 +35,7 @@ E = np.eye(3)
 def _pars(par):
     keys = ("L", "L_SC", "L_GS", "m", "Theta1", "Theta3", "g_x", "g_y", "g_z",
             "K_hp", "K_hd", "K_vp", "K_vd", "mu_x", "mu_y", "mu_V", "e_N", "contact", "k_pc",
-            "k_vc")
+            "k_vc", "k_N", "d_N", "v_N")
     return dict(zip(keys, (float(v) for v in par), strict=True))
 
 
@@ -427,6 +427,15 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
                 P[c, :3] = x[3 * k:3 * k + 3]
         uE = velocity(P)
         return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, dP, it, converged)
+    # the contacts' normal stiffness and damping (SnakeParams k_N, d_N):
+    # P_N = max(0, -gamma gamma_N^E - dt k_N g_M), gamma = dt d_N + dt^2 k_N / 2,
+    # as gamma_N^E + c_N P_N + k_g g_M >= 0; the hard law (77) when k_N is infinite
+    if np.isfinite(p["k_N"]):
+        gamma = dt * p["d_N"] + 0.5 * dt * dt * p["k_N"]
+        c_N, k_g = 1.0 / gamma, dt * p["k_N"] / gamma
+    else:
+        c_N = k_g = 0.0
+    gap = {c: (g_N[c] if c < 2 * n else obstacles[c][0]) for c in idx}
     it = 0
     converged = idx.size == 0
     r = {}
@@ -437,7 +446,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         if kind == 0:
             r[c] = r_fixed
         else:
-            r[c] = (alpha / max(d[0], 1e-300), alpha / max(d[1], d[2], 1e-300),
+            r[c] = (alpha / max(d[0] + c_N, 1e-300), alpha / max(d[1], d[2], 1e-300),
                     alpha / max(d[3], d[4], 1e-300))
         if c < 2 * n and ext[c]:
             # the extrapolation, per group where the change exceeds
@@ -453,7 +462,8 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         rN, rT, rV = r[c]
         mu_a, mu_b, mu_V = mus[c]
         if grp == 0:
-            return np.array([max(0.0, P[c, 0] - rN * (gam[0] + p["e_N"] * gA[c]))])
+            phi = gam[0] + p["e_N"] * gA[c] + c_N * P[c, 0] + max(k_g * gap[c], -p["v_N"])
+            return np.array([max(0.0, P[c, 0] - rN * phi)])
         if grp == 1:
             return prox_ellipse(P[c, 1:3] - rT * gam[1:3], mu_a * pn, mu_b * pn)
         return prox_disc(P[c, 3:5] - rV * gam[3:5], mu_V * pn)

@@ -207,7 +207,7 @@ class SnakeModel:
         gx, gy, gz = p.gravity
         return np.array([p.L, p.L_SC, p.L_GS, p.m, p.Theta1, p.Theta3, gx, gy, gz,
                          p.K_hp, p.K_hd, p.K_vp, p.K_vd, p.mu_x, p.mu_y, p.mu_V, p.e_N,
-                         K.CONTACT_CODES[p.contact], p.k_pc, p.k_vc])
+                         K.CONTACT_CODES[p.contact], p.k_pc, p.k_vc, p.k_N, p.d_N, p.v_N])
 
     @property
     def _sol(self) -> np.ndarray:

@@ -259,7 +259,9 @@ def _against_two_pegs(theta, mu):
 def test_link_pressed_against_pegs_sticks_below_the_friction_limit():
     """At 80 % of the friction limit (tan theta = 0.8 mu) the snake settles
     within 0.5 s (the body's bending: tens of micrometres) and then does not
-    move at all."""
+    move at all, each peg's contact spring pressed in by its share of the
+    push, F / k_N with F = n m g sin(20) cos(theta) / 2 (within 10 %;
+    measured 3 % more, 12.7 um: the bent body)."""
     model, s, a = _against_two_pegs(math.atan(0.8 * 0.3), 0.3)
     s, _ = model.advance(s, 0.5)
     com = s.q[:, :3].mean(axis=0)
@@ -267,7 +269,10 @@ def test_link_pressed_against_pegs_sticks_below_the_friction_limit():
     assert np.abs(s.q[:, :3].mean(axis=0) - com).max() < 1e-6
     assert np.abs(s.u[:, :3]).max() < 1e-6
     assert s.active[2 * model.n:].sum() == 2
-    assert model.obstacle_gaps(s)[0].min() > -1e-8
+    p = model.params
+    F = p.n * p.m * p.g * math.sin(math.radians(20.0)) * math.cos(math.atan(0.8 * 0.3)) / 2
+    pressed = -model.obstacle_gaps(s)[0].min()
+    assert 0.9 * F / p.k_N < pressed < 1.1 * F / p.k_N
 
 
 def test_link_pressed_against_pegs_slides_above_the_friction_limit():
@@ -350,14 +355,20 @@ def test_snake_across_a_step_edge_rests():
     assert (spheres[on, 0] > x0).any() and (spheres[on, 0] < x0).any()  # top face and floor
 
 
-def test_impact_on_a_peg_is_inelastic():
+@pytest.mark.parametrize("k_N", [math.inf, SnakeParams.k_N])
+def test_impact_on_a_peg_is_inelastic(k_N):
     """A link sliding on a frictionless floor into a frictionless peg, off
     its centre line: after the impact its contact point's normal velocity is
     zero (e_N = 0; the contact taken at the step's midpoint, where the step
     closes it, to the solver's tolerance u_tol), the horizontal momentum
     changes only along the normal, and energy is lost (the link also turns:
-    the normal does not pass through its centre)."""
-    params = SnakeParams(n=1, mu_x=0.0, mu_y=0.0, mu_V=0.0)
+    the normal does not pass through its centre). That is the paper's rigid
+    contact, in one step. The default contact spring takes the impact over
+    a few steps (its damper 90 % of it in the first: measured -0.506 ->
+    -0.050 m/s) and lets go pushing the contact apart at no more than v_N
+    (the step closed it 0.2 mm deep): between 0 and v_N + u_tol after its
+    impulse is back to zero."""
+    params = SnakeParams(n=1, mu_x=0.0, mu_y=0.0, mu_V=0.0, k_N=k_N)
     scene = Scene((Peg(-0.25, 0.03, 0.04, mu=0.0),))
     model = SnakeModel(params, scene=scene)
     s = model.state_from_q(model.initial_state().q, u=[[-0.5, 0.1, 0, 0, 0, 0]])
@@ -376,11 +387,23 @@ def test_impact_on_a_peg_is_inelastic():
     found = obstacle_contacts(qM, _pars(model._par), model._pegs, model._steps)
     (gap, link, W, _, _), = found.values()
     assert abs(W[:, 0] @ before.u[0]) > 0.1  # it was approaching
-    assert abs(W[:, 0] @ hit.u[0]) <= model.solver.u_tol
+    if k_N == math.inf:
+        assert abs(W[:, 0] @ hit.u[0]) <= model.solver.u_tol
+    else:
+        slot = np.flatnonzero(hit.active[2:])[0] + 2
+        for _ in range(20):  # until the spring lets go
+            if hit.P[slot, 0] == 0.0:
+                break
+            hit, _ = model.step(hit)
+        assert hit.P[slot, 0] == 0.0
+        assert 0.0 <= W[:, 0] @ hit.u[0] <= params.v_N + model.solver.u_tol
     p1, _ = model.momentum(hit)
     dp = (p1 - p0)[:2]
     n_h = W[:2, 0]
-    assert abs(dp[0] * n_h[1] - dp[1] * n_h[0]) < 1e-9 and dp @ n_h > 0
+    # the springs' impulses over five steps, along a normal that turns with
+    # the link (measured 2.3e-5 rad apart)
+    across = 1e-9 if k_N == math.inf else 1e-4 * np.linalg.norm(dp)
+    assert abs(dp[0] * n_h[1] - dp[1] * n_h[0]) < across and dp @ n_h > 0
     e1 = 0.5 * params.m * (hit.u[0, :3] @ hit.u[0, :3]) + 0.5 * (
         params.Theta1 * (hit.u[0, 3] ** 2 + hit.u[0, 4] ** 2) + params.Theta3 * hit.u[0, 5] ** 2)
     assert e1 < e0
