@@ -3,23 +3,23 @@
     python benchmarks/timestep_study.py                       # 15 s, 3 members per ensemble
     python benchmarks/timestep_study.py --duration 5 --dt 0.5 1 2 --members 3 --u-tol 1e-6
 
-A run's path depends on more than the step. The contact problem is rank
-deficient, and where the solver stops among near-equivalent impulses picks the
-path: at the default tolerance (u_tol 1e-6 m/s) friction changed by a part in
-a million moves link 6 of the orthotropic preset by centimetres after 15 s,
-and the mean path is biased too (the snake travels 3 % further); with
-u_tol 1e-9 or tighter, such ensembles agree to a millimetre. So every
-configuration runs as an ensemble of ``--members`` runs whose friction
-coefficients differ by k parts in a million (k = 0 .. members - 1), and the
-study compares ensemble means:
+A run's path can depend on more than the step. On the paper's rigid contact
+the contact problem is rank deficient, and where the solver stops among
+equivalent impulses picks the path (a lying snake's weight split,
+benchmarks/weight_split.py: at u_tol 1e-6 m/s the orthotropic preset
+travelled 3 % further than solved to 1e-10). The model's contact springs
+(SnakeParams k_N, d_N) make the impulses unique; what is left is the
+sensitivity of stick and slip: friction changed by a part in a million moves
+a path by millimetres. So every configuration runs as an ensemble of
+``--members`` runs whose friction coefficients differ by k parts in a million
+(k = 0 .. members - 1), and the study compares ensemble means:
 
 * the reference: explicit drives (the paper's step) at 0.25 ms, solved to
-  u_tol 1e-10 m/s, so that the solver's tolerance plays no part in it (it is
-  still the answer of this solver, whose sweeps run from the head: a lying
-  snake's weight split is the iteration's, benchmarks/weight_split.py); and how
-  well it is itself defined: the same at half the step, with the paper's warm
-  start (the last impulses) instead of the extrapolated one, and at the
-  tolerance the previous reference had (1e-8);
+  u_tol 1e-10 m/s, so that the solver's tolerance plays no part in it; and
+  how well it is itself defined: the same at half the step, with the paper's
+  warm start (the last impulses) instead of the extrapolated one, at u_tol
+  1e-8, with ten times stiffer springs (how far from their stiff limit), and
+  on the paper's rigid contact (k_N = inf, the solver's own weight split);
 * for each drive, step and solver tolerance (``--u-tol``; default: the
   model's default and a tenfold tighter one): the largest distance between the
   ensemble's mean link-6 path and the reference's, sampled at 20 Hz over the
@@ -38,6 +38,7 @@ or 1 cm, whichever is larger, on every preset. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 
 import numpy as np
@@ -55,21 +56,28 @@ REFERENCE = SolverParams(dt=0.00025, drive="explicit", u_tol=1e-10, active_tol=1
 extrapolated warm start (the row "reference/warm" takes the paper's): the
 reference every configuration is compared with."""
 
-VARIANTS = {"reference/2": REFERENCE.with_(dt=0.000125),
-            "reference/warm": REFERENCE.with_(extrapolate=False),
-            "reference/1e-8": REFERENCE.with_(u_tol=1e-8)}
-"""The reference at half its step, with the paper's warm start, and with the
-tolerance of the reference used before (where the solver stops matters)."""
+VARIANTS = {"reference/2": (REFERENCE.with_(dt=0.000125), {}),
+            "reference/warm": (REFERENCE.with_(extrapolate=False), {}),
+            "reference/1e-8": (REFERENCE.with_(u_tol=1e-8), {}),
+            "reference/stiff": (REFERENCE, {"k_N": 10 * SnakeParams.k_N,
+                                             "d_N": 10 * SnakeParams.d_N}),
+            "reference/rigid": (REFERENCE, {"k_N": math.inf})}
+"""The reference at half its step, with the paper's warm start, at a looser
+tolerance, with springs ten times stiffer (and dampers ten times stronger,
+the same time constant d_N / k_N), and on the paper's rigid contact: how
+well the reference is itself defined. Each: (solver, SnakeParams changes)."""
 
 
-def ensemble(name: str, solver: SolverParams, duration: float, members: int):
+def ensemble(name: str, solver: SolverParams, duration: float, members: int,
+             snake: dict | None = None):
     """Link-6 paths (members, samples, 2), us/step and sweeps/step per member;
-    None when a member diverges."""
+    None when a member diverges. snake: SnakeParams changes."""
     gait = PRESETS[name]
     paths, us, sweeps = [], [], []
     for k in range(members):
         f = 1.0 + 1e-6 * k
-        model = SnakeModel(SnakeParams(mu_x=gait.mu_x * f, mu_y=gait.mu_y * f), solver)
+        model = SnakeModel(SnakeParams(mu_x=gait.mu_x * f, mu_y=gait.mu_y * f, **(snake or {})),
+                           solver)
         r = timed_run(model, gait, duration)
         if r is None:
             return None
@@ -98,20 +106,22 @@ def main() -> None:
                     help="solver tolerances to study, m/s (default: the model's and a "
                          "tenfold tighter one)")
     ap.add_argument("--presets", nargs="+", default=list(PAPER_PRESETS))
+    ap.add_argument("--no-variants", action="store_true",
+                    help="skip the reference's variants (its half step, warm start, ...)")
     a = ap.parse_args()
     print(f"machine: {describe()}; one core; {a.duration:g} s per run, {a.members} members "
           "per ensemble; other solver settings at their defaults")
     print(f"{'preset':<32}{'drive':>15}{'dt ms':>6}{'u_tol':>7}{'bias cm':>9}{'end cm':>8}"
           f"{'spread cm':>10}{'travel m':>9}{'err %':>7}{'sweeps':>8}{'us/step':>9}{'RTF':>7}"
           "  within")
-    configs = list(VARIANTS.items())
+    configs = [] if a.no_variants else list(VARIANTS.items())
     for drive in a.drive:
         kind, _, weight = drive.partition("@")
         for u_tol in a.u_tol:
             for dt_ms in a.dt:
-                configs.append((drive, SolverParams(
+                configs.append((drive, (SolverParams(
                     dt=dt_ms * 1e-3, drive=kind, u_tol=u_tol,
-                    **({"drive_weight": float(weight)} if weight else {}))))
+                    **({"drive_weight": float(weight)} if weight else {})), {})))
     verdict: dict[tuple[str, float, float], bool] = {}
     for name in a.presets:
         ref = ensemble(name, REFERENCE, a.duration, a.members)
@@ -126,11 +136,11 @@ def main() -> None:
               f"{statistics.mean(ref[2]):>8.1f}{statistics.median(ref[1]):>9.1f}"
               f"{REFERENCE.dt * 1e6 / statistics.median(ref[1]):>7.2f}"
               f"  (bound {100 * bound:.2f} cm)")
-        for label, solver in configs:
+        for label, (solver, snake) in configs:
             dt_ms = solver.dt * 1e3
             key = (label, dt_ms, solver.u_tol)
             head = f"{name:<32}{label:>15}{dt_ms:>6.2f}{solver.u_tol:>7.0e}"
-            out = ensemble(name, solver, a.duration, a.members)
+            out = ensemble(name, solver, a.duration, a.members, snake)
             if out is None:
                 print(f"{head}   diverges (StateError)", flush=True)
                 verdict[key] = False

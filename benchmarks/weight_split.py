@@ -1,4 +1,5 @@
-"""How the solver's tolerance splits a lying snake's weight between its spheres.
+"""How a lying snake's weight splits between its spheres: the solver's tolerance
+on the paper's rigid contact, the springs on the model's default one.
 
     python benchmarks/weight_split.py                    # the paper's presets, 10 s
     python benchmarks/weight_split.py --presets lateral-undulation-orthotropic --u-tol 1e-6 1e-9
@@ -11,12 +12,16 @@ W_N^T A W_N (A: the inverse mass with the joints' four constraint rows solved
 out; from the dense twin, at the run's last state) and the share of the
 ground's normal impulse that the links' front spheres carry, sampled every
 0.5 s after the first 3 s (mean, smallest, largest), with how far link 6
-travelled. Not part of the test suite.
+travelled, for the paper's rigid contact (k_N = inf: the split is wherever
+the iteration stops) and the model's contact springs (SnakeParams k_N, d_N:
+the split is theirs, the same at every tolerance). Not part of the test
+suite.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import warnings
 
 import numpy as np
@@ -54,17 +59,21 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true",
                     help="every step's contact impulses start from zero")
     ap.add_argument("--presets", nargs="+", default=list(PAPER_PRESETS))
+    ap.add_argument("--contact", nargs="+", choices=("rigid", "springs"),
+                    default=["rigid", "springs"],
+                    help="the paper's rigid contact, the default springs, or both")
     a = ap.parse_args()
     if a.duration <= 3.0:
         ap.error("--duration must be above 3 s (the samples start at 3 s)")
     print(f"machine: {describe()}; dt {a.dt:g} ms, {a.duration:g} s per run"
           + (", cold starts" if a.cold else ""))
-    print(f"{'preset':<32}{'u_tol':>7}{'rank':>9}{'front share':>13}{'min':>7}{'max':>7}"
+    print(f"{'preset':<32}{'contact':>8}{'u_tol':>7}{'rank':>9}{'front share':>13}{'min':>7}{'max':>7}"
           f"{'sweeps':>8}{'link 6 moved m':>16}")
     for name in a.presets:
         gait = PRESETS[name]
-        for u_tol in a.u_tol:
-            model = SnakeModel(SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y),
+        for contact, u_tol in ((c, u) for c in a.contact for u in a.u_tol):
+            springs = {} if contact == "springs" else {"k_N": math.inf}
+            model = SnakeModel(SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y, **springs),
                                SolverParams(dt=a.dt * 1e-3, u_tol=u_tol,
                                             warm_start=not a.cold))
             n = model.n
@@ -85,7 +94,7 @@ def main() -> None:
                         shares.append(P_N[:n].sum() / P_N.sum())
             rank, size = normal_rank(model, state)
             moved = np.linalg.norm(state.q[5, :2] - start)
-            print(f"{name:<32}{u_tol:>7.0e}{f'{rank}/{size}':>9}{np.mean(shares):>13.3f}"
+            print(f"{name:<32}{contact:>8}{u_tol:>7.0e}{f'{rank}/{size}':>9}{np.mean(shares):>13.3f}"
                   f"{np.min(shares):>7.3f}{np.max(shares):>7.3f}{np.mean(sweeps):>8.1f}"
                   f"{moved:>16.3f}", flush=True)
 

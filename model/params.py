@@ -41,6 +41,7 @@ class SnakeParams:
 
     ``e_N`` is a Newton restitution coefficient on the normal contact velocity
     (Gehring et al. eq. 5); 0 is the paper's completely inelastic impact.
+    Above 0 only on the rigid contact (``k_N=math.inf``).
 
     ``contact`` chooses the contact law (:data:`CONTACT_LAWS`): the paper's hard
     contact, or the compliant law with its gains ``k_pc`` (1/s^2) and ``k_vc``
@@ -120,6 +121,9 @@ class SnakeParams:
                 raise ParameterError(name, value, "must be a non-negative finite number")
         if not (0.0 <= self.e_N <= 1.0):
             raise ParameterError("e_N", self.e_N, "the restitution coefficient must lie in [0, 1]")
+        if self.e_N > 0 and self.k_N < math.inf and self.contact == "hard":
+            raise ParameterError("e_N", self.e_N, "restitution is a law of the rigid contact: "
+                                 "set k_N=math.inf (the springs' damper says how they bounce)")
         if not (math.isfinite(self.slope_deg) and abs(self.slope_deg) < 90.0):
             raise ParameterError("slope_deg", self.slope_deg, "the slope must lie in (-90, 90) degrees")
 

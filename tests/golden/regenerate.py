@@ -1,6 +1,7 @@
 """Regenerate the golden trajectories: python tests/golden/regenerate.py
 
-Each file is the CSV of `aiko simulate` for a short, non-chaotic run. Only
+Each file is the CSV of `aiko simulate` for a short, non-chaotic run (the
+paper's step also on the paper's rigid contact). Only
 regenerate after a deliberate change of the model, and say why in the commit.
 """
 
@@ -18,7 +19,7 @@ CASES = {
                                   "0.3", "--rate", "20", "--height", "0.02", "--links", "5"],
     "sidewinding_paper_step_0.5s.csv": ["simulate", "sidewinding", "--duration", "0.5",
                                         "--rate", "20", "--drive", "explicit", "--dt",
-                                        "0.00025"],
+                                        "0.00025", "--k-N", "inf"],
 }
 
 if __name__ == "__main__":
