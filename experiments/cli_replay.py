@@ -29,7 +29,7 @@ def add_model_options(p) -> None:
     g.add_argument("--servo", choices=("module", "ideal"), default=None,
                    help="the modules' duty-limited servo, or ideal motors (default ideal)")
     g.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
-                   help="time step, s (default: the model's, 0.0005)")
+                   help="time step, s (default: the model's, 0.001)")
     g.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
                    help="obstacles on the floor (default: the trial's scene, as logged)")
     add_solver_options(g)

@@ -58,7 +58,8 @@ class PlantParams:
     step at 1e-8 m/s (the realistic plant then fell 0.8 s behind real time);
     1e-7 m/s and 100 sweeps ran the same first 3 s 2.4x faster with link 6
     within 0.1 mm. The model's default is now 1e-6 m/s (with implicit drives
-    at 0.5 ms); the plant keeps the 1e-7 it was validated with. :meth:`ideal`
+    and contact springs at 1 ms); the plant keeps the 1e-7 it was validated
+    with. :meth:`ideal`
     uses the model's own settings.
     """
 

@@ -190,15 +190,15 @@ class SolverParams:
     speed, slip speed or misalignment of the sliding direction below u_tol. The
     contact impulses are not unique (the problem is rank deficient), so this
     velocity-level test is the one that ends most steps. 1 um/s by
-    default. Where the solver stops does pick among the impulses, and on
-    flat ground that matters: the chain lying on the ground is statically
-    indeterminate (its normal impulses' Delassus matrix has rank 12 of 22),
-    and solved to 1e-8 or tighter the solver carries about 90 % of the
-    weight on the links' front spheres, against about half at 1e-6. With
-    anisotropic friction that split sets the speed: the orthotropic preset
-    travels 3 % further at 1e-6 than solved to 1e-10, whatever the step;
-    1e-9 takes about seven times the sweeps (benchmarks/timestep_study.py,
-    README).
+    default. On the paper's rigid contact (``SnakeParams(k_N=math.inf)``)
+    where the solver stops picks among the impulses, and on flat ground that
+    matters: the chain lying on the ground is statically indeterminate (its
+    normal impulses' Delassus matrix has rank 12 of 22), and solved to 1e-8
+    or tighter the solver carries about 90 % of the weight on the links'
+    front spheres, against about half at 1e-6; with anisotropic friction that
+    split set the orthotropic preset's speed by 3 %. The default contact
+    springs make the impulses unique: the presets' paths then agree to 0.1
+    mm between u_tol 1e-6 and 1e-10 (benchmarks/timestep_study.py, README).
 
     ``active_tol`` (m) is the gap below which a contact is taken as closed (49).
     A literal ``g_N <= 0`` lets resting contacts drop out on round-off (gaps of
@@ -224,14 +224,16 @@ class SolverParams:
     ``alpha_A + drive_weight (alpha_E - alpha_A)`` and the same weighting of
     its rates, solved with the joints. A weight of 1 takes the end of the step
     (damps the drive's fastest modes most), 0.5 the trapezoidal rule (no
-    numerical damping, but stiff modes ring); 0.6 between them. ``dt`` 0.5 ms:
-    solved to 1e-9, its paths stay within 0.4-0.7 cm of the paper's step
-    solved to 1e-10, about as close as that step is to its own half
-    (benchmarks/timestep_study.py, README); the paper's 0.25 ms with explicit
+    numerical damping, but stiff modes ring); 0.6 between them. ``dt`` 1 ms,
+    the largest step at which link 6's path stays within 1 % of its travel
+    (or 1 cm) of the paper's step (explicit drives at 0.25 ms, solved to
+    1e-10) on every paper preset over 15 s, at the default tolerance
+    (measured 0.18, 0.12 and 0.94 cm; 2 ms: 1.53 cm on sidewinding;
+    benchmarks/timestep_study.py, README); the paper's 0.25 ms with explicit
     drives is ``SolverParams(dt=0.00025, drive="explicit")``.
     """
 
-    dt: float = 0.0005
+    dt: float = 0.001
     solver: str = "sor"
     alpha: float | None = None
     r_N: float = 0.1
