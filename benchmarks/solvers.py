@@ -23,8 +23,10 @@ def row(name: str, label: str, solver: SolverParams, duration: float, repeat: in
     """One table row; with repeat > 1 the fastest of that many runs."""
     gait = PRESETS[name]
     model = SnakeModel(SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y), solver)
-    r = min((timed_run(model, gait, duration) for _ in range(repeat)),
-            key=lambda x: x.us_per_step)
+    runs = [r for r in (timed_run(model, gait, duration) for _ in range(repeat)) if r]
+    if not runs:
+        return f"| {name} | {label} | diverges | | | | |"
+    r = min(runs, key=lambda x: x.us_per_step)
     d = r.link(6)[-1] - r.link(6)[0]
     st = r.stats
     return (f"| {name} | {label} | ({d[0]:+.3f}, {d[1]:+.3f}) | {st.iterations / st.steps:.1f} "

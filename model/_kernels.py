@@ -1265,6 +1265,8 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
           ws):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
 
+    The hard law's normal impulses come from the contact springs of par
+    (:func:`_soft_normal`; the paper's rigid law when k_N is infinite).
     The PD drives (68)-(69) enter explicitly (as the paper: tau_C at q_M and
     u_A in the free velocity, the two drive rows inert, :func:`_inert_drive_rows`)
     or implicitly (:func:`drive_rows`), as sol's ``drive`` says. WJ, Ld, Ls,
@@ -1438,7 +1440,8 @@ def _workspace(n, nr, nc, maxc):
     KW = K_l W (nc, 6, 5), its link's velocity response to its impulses, and tw
     (nc,), the last multiplier of its ellipse prox (the next one's start); the
     ground contacts' impulses before their extrapolation Pb (2n, 5) and whether
-    they were extrapolated, ext (2n,)."""
+    they were extrapolated, ext (2n,); per contact its gap at the midpoint gM
+    (nc,), for the contact springs (:func:`_soft_normal`)."""
     nj = max(n - 1, 0)
     return (np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),
             np.zeros((nj, nr, nr)), np.zeros((nj, nr, nr)),

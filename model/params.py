@@ -145,7 +145,9 @@ class SnakeParams:
 
 CONTACT_LAWS = ("hard", "compliant")
 """``hard``: the paper's set-valued laws (47)-(48), (52)-(60), solved by prox
-iterations. ``compliant``: Rengifo et al.'s desired-acceleration law (seeds/001,
+iterations, the normal impulse from a stiff spring and damper per contact
+(``SnakeParams.k_N``, ``d_N``, ``v_N``; ``k_N=math.inf`` is the paper's rigid
+R+). ``compliant``: Rengifo et al.'s desired-acceleration law (seeds/001,
 (17)-(20)): every sphere at or below the ground gets the contact impulse that
 would give its contact point the acceleration
 -k_pc [0, 0, g_N] - k_vc [v_x, v_y, min(0, v_z)] (the constrained Delassus
