@@ -21,8 +21,9 @@ class Parser(argparse.ArgumentParser):
         raise ArgError(f"{self.prog}: {message}")
 
 
-def number(kind: str, cast=float, ok=lambda v: True, expect: str = ""):
-    """An argparse type: parse with ``cast``, check with ``ok``, one-line errors."""
+def number(kind: str, cast=float, ok=lambda v: True, expect: str = "", finite: bool = True):
+    """An argparse type: parse with ``cast``, check with ``ok``, one-line errors;
+    ``finite=False`` lets a float be inf (``ok`` still sees it)."""
     noun = "an integer" if cast is int else "a number"
 
     def parse(text: str):
@@ -30,7 +31,7 @@ def number(kind: str, cast=float, ok=lambda v: True, expect: str = ""):
             v = cast(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{kind} must be {noun}, got {text!r}") from None
-        if (cast is float and not math.isfinite(v)) or not ok(v):
+        if (cast is float and finite and not math.isfinite(v)) or not ok(v):
             raise argparse.ArgumentTypeError(f"{kind} must {expect}, got {text}")
         return v
     return parse

@@ -12,20 +12,13 @@ import numpy as np
 
 from aiko.model.params import DRIVES, SolverParams
 
-from .cli_args import ArgError, Progress, links, nonneg, positive, slope
+from .cli_args import ArgError, Progress, links, nonneg, number, positive, slope
 
 __all__ = ["add_parser", "cmd_simulate"]
 
 
-def stiffness(text: str) -> float:
-    """--k-N: a positive number of N/m, or inf (the rigid contact)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"k-N must be a number or inf, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"k-N must be positive (or inf), got {text}")
-    return v
+stiffness = number("k-N", float, lambda v: v > 0, "be positive (or inf)", finite=False)
+"""--k-N: a positive number of N/m, or inf (the rigid contact); NaN fails v > 0."""
 
 
 def add_parser(sub) -> None:

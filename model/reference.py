@@ -427,9 +427,10 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
                 P[c, :3] = x[3 * k:3 * k + 3]
         uE = velocity(P)
         return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, dP, it, converged)
-    # the contacts' normal stiffness and damping (SnakeParams k_N, d_N):
-    # P_N = max(0, -gamma gamma_N^E - dt k_N g_M), gamma = dt d_N + dt^2 k_N / 2,
-    # as gamma_N^E + c_N P_N + k_g g_M >= 0; the hard law (77) when k_N is infinite
+    # the contacts' springs (SnakeParams k_N, d_N, v_N): P_N = -gamma gamma_N^E
+    # - dt k_N g_M, gamma = dt d_N + dt^2 k_N / 2, the spring's part capped at
+    # gamma v_N, P_N >= 0: phi = gamma_N^E + e_N gamma_N^A + c_N P_N
+    # + max(k_g g_M, -v_N) in the prox below; the hard law (77) when k_N is infinite
     if np.isfinite(p["k_N"]):
         gamma = dt * p["d_N"] + 0.5 * dt * dt * p["k_N"]
         c_N, k_g = 1.0 / gamma, dt * p["k_N"] / gamma

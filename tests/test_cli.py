@@ -87,6 +87,8 @@ def test_height_starts_in_the_air(tmp_path):
     (["simulate", "slither"], "unknown gait"),
     (["simulate", "still", "--dt", "-0.001"], "dt must be a positive number"),
     (["simulate", "still", "--links", "0"], "links must be >= 1"),
+    (["simulate", "still", "--k-N", "-3"], "k-N must be positive (or inf)"),
+    (["simulate", "still", "--k-N", "nan"], "k-N must be positive (or inf)"),
     (["simulate", "still", "--mu", "0.2", "--mu-x", "0.1"], "either --mu or --mu-x"),
     (["simulate", "still", "--slope", "95"], "slope must lie in"),
     (["simulate", "still", "--solver", "cg"], "invalid choice"),
