@@ -695,7 +695,7 @@ def _group_cols(grp):
     return 2 * grp - 1, 2 * grp + 1
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
     """Everything a sweep needs, O(n): the chain's eliminations, the gains
     (C_l, Y_l, K_l) of each link touching the ground, each contact's W (6, 5), r and
@@ -807,7 +807,7 @@ def _apply_link_impulse(l, df, v, WJ, minv, b, dbp, dbn):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, Yl, KW, lk, cs,
                ccount, rr, gA, gM, Pnew, sv, cmu, tw, z):
     """Gauss-Seidel sweeps along the chain (links 1..n; a link's front, then
@@ -818,8 +818,10 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, 
     Gauss-Seidel step, the block solved by inner sweeps): stops early when a pass
     changes no velocity by more than u_tol. The residual and impulse test of a
     sweep are those of its first passes. O(n + contacts) per sweep. Returns
-    (sweeps, converged). One call per step: every call of a compiled function
-    updates the reference counts of its array arguments."""
+    (sweeps, converged). Inlined into the step, as the step's other large parts
+    and the step into :func:`_advance`: every call of a compiled function updates
+    the reference counts of its array arguments (atomic operations), and those
+    calls passed some hundred arrays per step."""
     sn = _soft_normal(par, sol)
     passes = int(sol[14])
     ul = sv[0]
@@ -1260,7 +1262,7 @@ def _obstacle_contacts(qM, Rs, par, sol, scene, P, active, Wc, cmu, oc, ocount, 
     return found
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q, ufree, jwork,
           ws):
     """Advance q (n, 7), u (n, 6) by one time step in place, (72)-(83).
@@ -1374,7 +1376,7 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
         converged = False
         nl = _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, ufree, Wc, ws)
         # the solvers take the arrays they use by name; SOR runs all its sweeps
-        # in one call (every call updates its array arguments' reference counts)
+        # in one (inlined) call
         (D, E, FL, DR, FR, b, bL, bR, xJ, Yl, K, lk, cs, ccount, rr, gA, Pnew,
          tv, zv, Cl, F4, sv, tau, minv, power, comp, bo, cmu, oc, ocount, KW, tw, Pb, ext, gM) = ws
         if kind == 2:
@@ -1400,7 +1402,7 @@ def _step(q, u, P, active, dP, refs, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
                         converged, work, Rs)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _finish_step(q, u, tmp_q, ufree, par, sol, WJ, Ld, Ls, minv, bo, jwork, iters, converged,
                  work, Rs):
     """The end of a step: u_E with the joints' (and implicit drives') impulses
@@ -1457,6 +1459,23 @@ def _workspace(n, nr, nc, maxc):
             np.zeros(2 * n, dtype=np.bool_), np.zeros(nc))
 
 
+BAD_STATE = -1
+"""_advance's code for a state with a non-finite entry (nothing done)."""
+BAD_REFS = -2
+"""_advance's code for non-finite joint references (nothing done)."""
+DIVERGED = -3
+"""_advance's code for coordinates or velocities not finite after the steps."""
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _finite(a):
+    """Whether every entry of the array a is finite."""
+    for x in a.flat:
+        if not math.isfinite(x):
+            return False
+    return True
+
+
 @njit(cache=True, error_model="numpy")
 def _advance(q, u, P, active, dP, refs, par, sol, pegs, steps, n_steps, stats, work):
     """Run n_steps steps. refs (k, nJ, 4): k == 1 holds one set of references,
@@ -1466,7 +1485,14 @@ def _advance(q, u, P, active, dP, refs, par, sol, pegs, steps, n_steps, stats, w
     slots (:func:`_obstacle_contacts`), dP (2n, 5) the ground contacts' last
     change (see _step). stats (3,) += [iterations, max iterations,
     unconverged steps]; work (n_steps,) receives each step's positive work of
-    the drives, J (see _step). Returns the number of steps taken."""
+    the drives, J (see _step). Returns the number of steps taken, or a code
+    below zero: BAD_STATE (a non-finite entry in q, u, P or dP) and BAD_REFS
+    (in refs) before any step, DIVERGED (q or u not finite after the steps).
+    The step and its parts are inlined (see _sor_solve)."""
+    if not (_finite(q) and _finite(u) and _finite(P) and _finite(dP)):
+        return BAD_STATE
+    if not _finite(refs):
+        return BAD_REFS
     n = q.shape[0]
     nr = NR
     Rs = np.empty((n, 3, 3))
@@ -1504,4 +1530,6 @@ def _advance(q, u, P, active, dP, refs, par, sol, pegs, steps, n_steps, stats, w
             stats[1] = it
         if not ok:
             stats[2] += 1
+    if not (_finite(q) and _finite(u)):
+        return DIVERGED
     return n_steps

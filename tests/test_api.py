@@ -98,6 +98,31 @@ def test_bad_state_files_and_shapes_are_clear_errors(tmp_path):
         model.step(s)
 
 
+@pytest.mark.parametrize("name", ["q", "u", "P", "dP"])
+def test_stepping_a_non_finite_state_names_the_array_and_keeps_the_state(name):
+    """The kernel checks the values (the wrapper only the shapes): the error
+    still names the array, for any number of steps, and the state is left as
+    it was."""
+    model = SnakeModel(SnakeParams(n=3))
+    s = model.initial_state()
+    getattr(s, name)[1, 2] = np.nan
+    before = s.copy()
+    for call in (lambda: model.step(s), lambda: model.advance(s, s.t),
+                 lambda: model.run_steps(s, np.zeros((4, 2, 4)))):
+        with pytest.raises(StateError, match=f"^{name}: contains non-finite values"):
+            call()
+    for field in ("q", "u", "P", "dP"):
+        np.testing.assert_array_equal(getattr(s, field), getattr(before, field))
+    s = model.initial_state()
+    s.t = math.nan
+    with pytest.raises(StateError, match="^t: is not finite"):
+        model.step(s)
+    refs = np.zeros((4, 2, 4))
+    refs[3, 1, 2] = -np.inf  # the last row: every row is checked
+    with pytest.raises(JointReferenceError, match="non-finite"):
+        model.run_steps(model.initial_state(), refs)
+
+
 @pytest.mark.parametrize("kw", [dict(n=0), dict(L=-1.0), dict(e_N=1.5), dict(slope_deg=90.0),
                                 dict(mu_x=-0.1), dict(k_N=0.0), dict(k_N=float("nan")),
                                 dict(d_N=-1.0), dict(d_N=math.inf), dict(v_N=0.0)])
