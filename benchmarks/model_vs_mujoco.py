@@ -124,6 +124,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each engine and configuration, taken in turn; the "
                          "fastest counts (default 3)")
+    ap.add_argument("--presets", nargs="+", default=list(PAPER_PRESETS),
+                    choices=PAPER_PRESETS, metavar="PRESET",
+                    help="paper presets to run (default: all three)")
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -144,7 +147,7 @@ def main() -> None:
     print(f"{'preset':<32}{'dt ms':>6}{'drive':>9}{'ours us':>9}{'MuJoCo us':>10}"
           f"{'ours/MJ':>8}{'RTF ours':>9}{'RTF MJ':>8}  link 6 moved: ours | MuJoCo (m)"
           "   [MJ contacts]")
-    for name in PAPER_PRESETS:
+    for name in a.presets:
         gait = PRESETS[name]
         p = SnakeParams(mu_x=gait.mu_x, mu_y=gait.mu_y)
         mu = 0.5 * (gait.mu_x + gait.mu_y)

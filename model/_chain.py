@@ -51,7 +51,9 @@ def chol_factor(A, m, F):
         s = A[j, j]
         for k in range(j):
             s -= F[j, k] * F[j, k]
-        d = 1.0 / math.sqrt(s) if s > 0.0 else 1e300
+        # 1/sqrt(s) as sqrt(s) * (1/s): the root and the division run side by
+        # side (the pivots are the factorisation's critical path)
+        d = math.sqrt(s) * (1.0 / s) if s > 0.0 else 1e300
         F[j, j] = d
         for i in range(j + 1, m):
             s = A[i, j]
