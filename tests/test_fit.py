@@ -96,17 +96,20 @@ def test_fit_on_the_rig_trial_moves_toward_the_truth(known_floor_trial):
     parallel model runs at a lower priority than the plant). With the
     implicit drives at 0.5 ms, four trials: 2.8, 4.6, 4.9 and 10.0-fold
     (11-14 mm -> 1.4-4.4 mm), backlash 3.9-5.1 deg, mu 0.31-0.49 (Nelder-Mead
-    is local, and each rig trial differs). With the contact springs the
-    truth explains a rig trial less well, 7.2-12.1 mm in two trials (why is
-    open), and the fit, at the plant's step (PlantParams.dt, 0.5 ms), takes
-    12-15 mm to 5.0-6.5 mm: 2.2- to 2.5-fold in the three of six runs that
-    fell below the old bound of 2.5-fold (backlash 4.6-4.9 deg, mu
-    0.45-0.61), as well as or better than the truth does. Asserted:
-    the error falls 1.5-fold and the free play moves from 2 deg toward 4."""
+    is local, and each rig trial differs). With the contact springs, first
+    measured: the truth 7.2 and 12.1 mm in two trials, the fit 12-15 mm ->
+    5.0-6.5 mm (2.2- to 2.5-fold in three of six). Measured again on an idle
+    machine, nine trials (five with the step inlined, four with the code
+    before it: alike): the truth 3.6-5.6 mm, the fit 12-14 mm -> 1.6-2.6 mm
+    (5.0- to 8.3-fold), mu 0.22-0.41, backlash 3.8-4.5 deg, the physics' lag
+    at most 74-137 ms; one more trial's truth: 10.2 mm. A rig trial depends
+    on what else the machine runs while it is recorded, most likely what made
+    the first numbers worse. Asserted: the error falls 2-fold and the free
+    play moves from 2 deg toward 4."""
     inp = load_replay(known_floor_trial)
     res = fit_trials([inp], ["mu", "backlash"], servo="module", u_tol=1e-7, max_iter=100,
                      dt=PlantParams.dt, budget=30)
-    assert res.error_after < res.error_before / 1.5, (res.fitted, res.error_before,
+    assert res.error_after < res.error_before / 2.0, (res.fitted, res.error_before,
                                                     res.error_after)
     assert 2.75 <= res.fitted["backlash"] <= 6.0 and 0.1 <= res.fitted["mu"] <= 0.8, res.fitted
 
