@@ -26,7 +26,7 @@ from machine import describe
 from timed import PAPER_PRESETS
 
 from aiko.control import PRESETS, references, soft_start_times
-from aiko.experiments.simulate import initial_state_for_gait
+from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams, StateError
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from aiko.control.gait import PRESETS
 from aiko.control.steering import heading_from_track
-from aiko.experiments.simulate import simulate_gait
+from aiko.experiments.analysis.simulate import simulate_gait
 from aiko.model import SnakeModel, SnakeParams
 
 

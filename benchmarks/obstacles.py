@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe  # noqa: E402
 
 from aiko.control import PRESETS  # noqa: E402
-from aiko.experiments.simulate import initial_state_for_gait, simulate_gait  # noqa: E402
+from aiko.experiments.analysis.simulate import initial_state_for_gait, simulate_gait  # noqa: E402
 from aiko.model import ConvergenceWarning, SnakeModel, warm_up  # noqa: E402
 from aiko.model.posture import posture_along  # noqa: E402
 from aiko.model.scene import SCENE_PRESETS, Peg, Scene, Step  # noqa: E402

@@ -27,9 +27,9 @@ from pathlib import Path
 from machine import describe
 
 from aiko.control.gait import PRESETS
-from aiko.experiments.executor import open_executor
-from aiko.experiments.optimize import OptimizeConfig, parse_bounds
-from aiko.experiments.optimize_run import RunFolder, write_outputs
+from aiko.experiments.analysis.executor import open_executor
+from aiko.experiments.analysis.optimize import OptimizeConfig, parse_bounds
+from aiko.experiments.analysis.optimize_run import RunFolder, write_outputs
 
 VARY = ("A_h", "omega_h", "delta_h", "A_v", "omega_v", "delta_v", "delta_0")
 

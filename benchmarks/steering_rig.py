@@ -24,9 +24,9 @@ from pathlib import Path
 
 from machine import describe
 
-from aiko.experiments.steering_report import (steering_figure, steering_metrics,
+from aiko.experiments.analysis.steering_report import (steering_figure, steering_metrics,
                                               steering_series)
-from aiko.experiments.triallog import read_trial
+from aiko.experiments.files.triallog import read_trial
 
 GAIT = "lateral-undulation-orthotropic"
 FLOOR = ["--plant-mu-x", "0.15", "--plant-mu-y", "0.4"]

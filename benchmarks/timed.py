@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from aiko.experiments.simulate import SimulationResult, simulate_gait
+from aiko.experiments.analysis.simulate import SimulationResult, simulate_gait
 from aiko.model import ConvergenceWarning, SnakeModel, StateError
 
 PAPER_PRESETS = ("lateral-undulation", "lateral-undulation-orthotropic", "sidewinding")

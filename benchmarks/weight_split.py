@@ -30,7 +30,7 @@ from machine import describe
 from timed import PAPER_PRESETS
 
 from aiko.control import PRESETS
-from aiko.experiments.simulate import simulate_gait
+from aiko.experiments.analysis.simulate import simulate_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model import reference
 

@@ -4,41 +4,20 @@ Pure functions of time: the streamer sends them to the joints, the model is fed
 the same numbers. Angles in rad and rates in rad/s inside; gait TOML files are
 written by hand in degrees and degrees per second.
 
-A gait file (every key of (70)-(71) is required, the rest optional)::
-
-    [gait]
-    A_h = 30.0          # deg
-    omega_h = 80.0      # deg/s
-    delta_h = -50.0     # deg
-    psi_h = 0.0
-    A_v = 10.0
-    omega_v = 80.0
-    delta_v = -50.0
-    delta_0 = 90.0
-    psi_v = 0.0
-    soft_start = true   # VIII-E (default false)
-    start = "straight"  # or "curved": the joint angles of t = 0 (default straight)
-    offset = 0.0        # deg, optional: the steering offset phi_0 added to every
-                        # horizontal joint (default 0; a controller may set it)
-    [friction]          # optional
-    mu_x = 0.2
-    mu_y = 0.2
+Gait files are read by :mod:`aiko.experiments.files.gait_file`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
 from aiko.model.errors import AikoError
 
-from .toml_file import number, read_toml
-
 __all__ = ["Gait", "GaitError", "PRESETS", "JOINT_LIMIT", "SOFT_START_THRESHOLD",
-           "get_gait", "load_gait_toml", "references", "soft_start_times"]
+           "ANGLE_KEYS", "references", "soft_start_times"]
 
 JOINT_LIMIT = 0.7854
 """|alpha| limit of both joint motors, rad (joint protocol: 45 degrees)."""
@@ -58,7 +37,7 @@ class GaitError(AikoError, ValueError):
         super().__init__(where + reason)
 
 
-_ANGLE_KEYS = ("A_h", "omega_h", "delta_h", "psi_h", "A_v", "omega_v", "delta_v",
+ANGLE_KEYS = ("A_h", "omega_h", "delta_h", "psi_h", "A_v", "omega_v", "delta_v",
                "delta_0", "psi_v")
 
 
@@ -88,7 +67,7 @@ class Gait:
     name: str = "custom"
 
     def __post_init__(self) -> None:
-        for key in (*_ANGLE_KEYS, "offset"):
+        for key in (*ANGLE_KEYS, "offset"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise GaitError(self.name, f"must be a finite number, got {v!r}", key)
@@ -109,7 +88,7 @@ class Gait:
 
     def to_toml_dict(self) -> dict:
         """The gait as the TOML file's tables (degrees), e.g. for a trial log."""
-        gait = {k: math.degrees(getattr(self, k)) for k in _ANGLE_KEYS}
+        gait = {k: math.degrees(getattr(self, k)) for k in ANGLE_KEYS}
         if self.offset:
             gait["offset"] = math.degrees(self.offset)
         gait["soft_start"] = self.soft_start
@@ -141,51 +120,6 @@ PRESETS: dict[str, Gait] = {
         soft_start=True, start="straight", mu_x=0.2, mu_y=0.2, name="sidewinding"),
     "still": Gait(start="straight", mu_x=0.2, mu_y=0.2, name="still"),
 }
-
-
-def load_gait_toml(path: str | Path) -> Gait:
-    """Read a gait file (see the module docstring); errors name the key."""
-    path = Path(path)
-    src = str(path)
-    doc = read_toml(path, GaitError)
-    for table in doc:
-        if table not in ("gait", "friction"):
-            raise GaitError(src, "unknown table", table)
-    gait = doc.get("gait")
-    if not isinstance(gait, dict):
-        raise GaitError(src, "missing table [gait]", "gait")
-    for key in gait:
-        if key not in (*_ANGLE_KEYS, "offset", "soft_start", "start"):
-            raise GaitError(src, "unknown key", f"gait.{key}")
-    for key in _ANGLE_KEYS:
-        if key not in gait:
-            raise GaitError(src, "missing required key", f"gait.{key}")
-        number(gait[key], src, f"gait.{key}", GaitError)
-    friction = doc.get("friction", {})
-    if not isinstance(friction, dict):
-        raise GaitError(src, "must be a table", "friction")
-    for key in friction:
-        if key not in ("mu_x", "mu_y"):
-            raise GaitError(src, "unknown key", f"friction.{key}")
-    kw = {k: math.radians(float(gait[k])) for k in _ANGLE_KEYS}
-    kw["offset"] = math.radians(number(gait.get("offset", 0.0), src, "gait.offset", GaitError))
-    try:
-        return Gait(**kw, soft_start=gait.get("soft_start", False),
-                    start=gait.get("start", "straight"),
-                    mu_x=friction.get("mu_x"), mu_y=friction.get("mu_y"),
-                    name=path.stem)
-    except GaitError as exc:
-        section = "friction" if exc.key in ("mu_x", "mu_y") else "gait"
-        raise GaitError(src, exc.reason, f"{section}.{exc.key}") from None
-
-
-def get_gait(spec: str) -> Gait:
-    """A preset by name, or a gait TOML file by path."""
-    if spec in PRESETS:
-        return PRESETS[spec]
-    if spec.endswith(".toml") or Path(spec).exists():
-        return load_gait_toml(spec)
-    raise GaitError(spec, f"unknown gait (presets: {', '.join(PRESETS)}; or a .toml file)")
 
 
 def _first_time_within(A: float, omega: float, phase: float, psi: float, thr: float) -> float:

@@ -119,7 +119,7 @@ def test_figure_uses_the_comparison_figure_with_the_model_alone(tmp_path):
     png = tmp_path / "run.png"
     assert main(["simulate", "sidewinding", "--duration", "0.5", "--figure", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    from aiko.experiments.compare import Paths, comparison_figure
+    from aiko.experiments.analysis.compare import Paths, comparison_figure
     fig = comparison_figure(Paths(np.zeros(0), np.zeros((0, 3)), np.arange(3.0),
                                   np.zeros((3, 3))), "t")
     labels = fig.axes[2].get_legend_handles_labels()[1]

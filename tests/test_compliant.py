@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS, references
-from aiko.experiments.simulate import initial_state_for_gait
+from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.reference import reference_step
 

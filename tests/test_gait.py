@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiko.control import JOINT_LIMIT, PRESETS, Gait, GaitError, get_gait, load_gait_toml, references
+from aiko.control import JOINT_LIMIT, PRESETS, Gait, GaitError, references
+from aiko.experiments.files.gait_file import get_gait, load_gait_toml
 from aiko.control.gait import SOFT_START_THRESHOLD, soft_start_times
 
 GOOD = """

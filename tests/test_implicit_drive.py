@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS
-from aiko.experiments.simulate import simulate_gait
+from aiko.experiments.analysis.simulate import simulate_gait
 from aiko.model import (ConvergenceWarning, ParameterError, SnakeModel, SnakeParams,
                         SolverParams, StateError)
 

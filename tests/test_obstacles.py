@@ -11,7 +11,7 @@ import pytest
 from scipy.optimize import brentq
 
 from aiko.control import PRESETS, references
-from aiko.experiments.simulate import initial_state_for_gait
+from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.model import ConvergenceWarning, ParameterError, SnakeModel, SnakeParams, SolverParams
 from aiko.model.posture import posture_along
 from aiko.model.quaternion import about_axis, multiply, rotation_matrix
@@ -75,7 +75,7 @@ def test_pegs_grid_holds_lateral_undulations_start_and_refuses_a_straight_one():
     r = state.q[:, :2]
     assert xs.min() < r[:, 0].min() and xs.max() > r[:, 0].max() + 2.0
     assert ys.min() < r[:, 1].min() and ys.max() > r[:, 1].max()
-    from aiko.experiments.scene_file import check_clear
+    from aiko.experiments.files.scene_file import check_clear
     check_clear(model, state)
     with pytest.raises(SceneError, match="overlaps the peg at"):
         check_clear(model, model.initial_state())

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from aiko.drivers.mocap import decode_object_stream
-from aiko.experiments.export import trial_info
-from aiko.experiments.replay import load_replay
-from aiko.experiments.replay_files import replay_trial, simulate_replay
-from aiko.experiments.scene_file import load_scene, scene_toml
-from aiko.experiments.triallog import read_trial
+from aiko.experiments.analysis.export import trial_info
+from aiko.experiments.analysis.replay import load_replay
+from aiko.experiments.analysis.replay_files import replay_trial, simulate_replay
+from aiko.experiments.files.scene_file import load_scene, scene_toml
+from aiko.experiments.files.triallog import read_trial
 from aiko.model.scene import SCENE_PRESETS, Peg, Scene, SceneError, Step
 from tests.conftest import aiko_run
 
@@ -163,8 +163,8 @@ def test_a_start_inside_a_peg_is_refused_before_anything_starts(tmp_path):
 
 
 def test_more_pegs_than_a_tracker_datagram_carries_is_a_clear_error():
-    from aiko.experiments.plant import PlantParams
-    from aiko.experiments.simrig import RigConfig, RigStartError, SimulatedRig
+    from aiko.experiments.rig.plant import PlantParams
+    from aiko.experiments.rig.simrig import RigConfig, RigStartError, SimulatedRig
 
     many = Scene(tuple(Peg(0.2 * i, 5.0, 0.05) for i in range(250)))
     with pytest.raises(RigStartError, match="at most 255 objects"):

@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiko.control.gait import PRESETS, load_gait_toml
-from aiko.experiments.optimize import (INFEASIBLE, OptimizeConfig, OptimizeError,
+from aiko.control.gait import PRESETS
+from aiko.experiments.files.gait_file import load_gait_toml
+from aiko.experiments.analysis.optimize import (INFEASIBLE, OptimizeConfig, OptimizeError,
                                        evaluate_candidate, evaluate_point, objective_values,
                                        pareto_front,
                                        parse_bounds, parse_mu, parse_vary, run_optimization)
-from aiko.experiments.optimize_run import RunFolder
+from aiko.experiments.analysis.optimize_run import RunFolder
 
 SIDEWINDING = PRESETS["sidewinding"]
 
@@ -169,7 +170,7 @@ def test_on_the_simulated_aiko_the_free_play_is_in_the_score():
     modules' 4 deg of free play: measured 22.3 cm/s on the model, 22.2 on the
     simulated Aiko without play, 2.1 with it over 12 s (the realistic rig:
     2.2); the paper's preset (A_v 10 deg) keeps 10.1 of its 10.8."""
-    from aiko.control.gait import load_gait_toml
+    from aiko.experiments.files.gait_file import load_gait_toml
     from pathlib import Path
 
     fast = load_gait_toml(Path(__file__).parent.parent / "benchmarks" / "gaits" /
@@ -296,7 +297,7 @@ def test_candidates_among_pegs():
     smaller amplitude would start inside a peg: infeasible, with the reason,
     not simulated. A run folder keeps the scene in its search and refuses to
     continue under another one."""
-    from aiko.experiments.scene_file import scene_json
+    from aiko.experiments.files.scene_file import scene_json
     from aiko.model.scene import SCENE_PRESETS
 
     grid = SCENE_PRESETS["pegs-grid"]
@@ -318,7 +319,7 @@ def test_candidates_among_pegs():
 
 
 def test_a_run_folder_keeps_its_scene(tmp_path):
-    from aiko.experiments.scene_file import scene_json
+    from aiko.experiments.files.scene_file import scene_json
     from aiko.model.scene import Peg, Scene
 
     far = json.loads(scene_json(Scene((Peg(9.0, 9.0, 0.05),))))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS
-from aiko.experiments.simulate import simulate_gait
+from aiko.experiments.analysis.simulate import simulate_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 
 G = 9.81

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS
-from aiko.experiments.simulate import simulate_gait
+from aiko.experiments.analysis.simulate import simulate_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 
 PERIOD = 2 * math.pi / math.radians(80.0)  # one gait cycle, 4.5 s

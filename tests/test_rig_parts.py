@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from aiko.control import PRESETS, references
 from aiko.drivers.clock import TrialClock, VirtualClock
 from aiko.drivers.mocap import ViconUdpSender, ViconUdpSource
-from aiko.experiments.alignment import start_posture
-from aiko.experiments.compare import (ComparisonError, Paths, compare_paths,
+from aiko.experiments.rig.alignment import start_posture
+from aiko.experiments.analysis.compare import (ComparisonError, Paths, compare_paths,
                                       comparison_figure)
-from aiko.experiments.parallel_model import ParallelModel, ramped_references
-from aiko.experiments.plant import MocapView, PlantParams, SimulatedAiko, euler_xyz
-from aiko.experiments.processes import ChildProcesses
+from aiko.experiments.rig.parallel_model import ParallelModel, ramped_references
+from aiko.experiments.rig.plant import MocapView, PlantParams, SimulatedAiko, euler_xyz
+from aiko.experiments.trial.processes import ChildProcesses
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModule
 from aiko.model import SnakeModel, SnakeParams, SolverParams
@@ -86,7 +86,7 @@ def test_model_process_speaks_json_lines():
              json.dumps({"ref": {"t": 1.0, "refs": [[0.1, 0, 0, 0], [0, 0, 0, 0]]}}),
              json.dumps({"ref": {"t": 1.1, "refs": [[0.1, 0, 0, 0], [0, 0, 0, 0]]}}),
              json.dumps({"end": {"t": 1.2}})]
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.parallel_model",
+    r = subprocess.run([sys.executable, "-m", "aiko.experiments.rig.parallel_model",
                         "--params", json.dumps({"n": 3})], input="\n".join(lines) + "\n",
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -339,7 +339,7 @@ def test_a_killed_model_is_reported_with_its_signal_even_when_a_write_finds_it_f
     import os
     import signal as sig
 
-    from aiko.experiments.model_link import ModelLink
+    from aiko.experiments.trial.model_link import ModelLink
 
     async def main():
         events = []

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from mcap.reader import make_reader
 
-from aiko.experiments.compare import METRIC_KEYS
-from aiko.experiments.triallog import TrialLogError, read_trial
+from aiko.experiments.analysis.compare import METRIC_KEYS
+from aiko.experiments.files.triallog import TrialLogError, read_trial
 from aiko.firmware_interface.codec import Ref, Sync, decode
 
 

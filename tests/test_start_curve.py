@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS
-from aiko.experiments.start_curve import CurveError, load_start_curve, start_q
+from aiko.experiments.files.start_curve import CurveError, load_start_curve, start_q
 from aiko.model import SnakeModel, SnakeParams
 from aiko.model.posture import planar_joint_angles
 from aiko.model.quaternion import rotation_matrix
@@ -80,7 +80,7 @@ def test_the_gaits_own_curve_is_its_start_posture(tmp_path):
     f.write_text("[curve]\ngait = true\n")
     g = PRESETS["lateral-undulation"]
     q = start_q(load_start_curve(f), P, g)
-    from aiko.experiments.simulate import initial_state_for_gait
+    from aiko.experiments.analysis.simulate import initial_state_for_gait
     np.testing.assert_allclose(q, initial_state_for_gait(SnakeModel(P), g).q, atol=1e-12)
 
 
@@ -123,7 +123,7 @@ def test_aiko_simulate_starts_from_the_curve(tmp_path):
 
 
 def test_the_simulated_aiko_starts_along_the_curve(tmp_path):
-    from aiko.experiments.triallog import read_trial
+    from aiko.experiments.files.triallog import read_trial
 
     f = tmp_path / "arc.toml"
     f.write_text("[curve]\narc = { center = [0.0, 0.6], radius = 0.6 }\n")

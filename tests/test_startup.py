@@ -14,7 +14,7 @@ import pytest
 
 from aiko.control import PRESETS, references
 from aiko.control.ramp import RAMP_TOLERANCE
-from aiko.experiments.triallog import read_trial
+from aiko.experiments.files.triallog import read_trial
 from aiko.firmware_interface.protocol import EmcyCode, Status
 
 from .test_trial import spawn, start_emulator, stop

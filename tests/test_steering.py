@@ -89,7 +89,7 @@ def test_a_positive_offset_turns_the_snake_clockwise(offset_deg):
     gait's steering offset: the sign HeadingHold assumes."""
     import warnings
 
-    from aiko.experiments.simulate import simulate_gait
+    from aiko.experiments.analysis.simulate import simulate_gait
     from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams
 
     g0 = PRESETS["lateral-undulation-orthotropic"]
@@ -103,7 +103,7 @@ def test_a_positive_offset_turns_the_snake_clockwise(offset_deg):
 
 
 # ------------------------------------------------------------ the loop
-from aiko.control.path_file import PathFileError, load_path_toml  # noqa: E402
+from aiko.experiments.files.path_file import PathFileError, load_path_toml  # noqa: E402
 from aiko.control.steering import (SteeringConfig, SteeringError, SteeringLoop,  # noqa: E402
                                    offset_room, steering_loop)
 

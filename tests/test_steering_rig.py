@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 
-from aiko.experiments.steering_report import steering_series
-from aiko.experiments.triallog import read_trial
+from aiko.experiments.analysis.steering_report import steering_series
+from aiko.experiments.files.triallog import read_trial
 
 
 def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
@@ -45,7 +45,7 @@ def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
     # and in the CSV export and `aiko info`
     import csv
 
-    from aiko.experiments.export import export_csv
+    from aiko.experiments.analysis.export import export_csv
     files = {p.name: p for p in export_csv(data, tmp_path, "s")}
     rows = list(csv.DictReader(open(files["s-steering.csv"])))
     assert len(rows) == 101 and {r["mode"] for r in rows} >= {"wait", "closed"}

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS
-from aiko.experiments.executor import open_executor
-from aiko.experiments.export import can_messages, export_can, export_csv, trial_info
-from aiko.experiments.sweep import (SweepError, grid_points, parse_grid, run_sweep,
+from aiko.experiments.analysis.executor import open_executor
+from aiko.experiments.analysis.export import can_messages, export_can, export_csv, trial_info
+from aiko.experiments.analysis.sweep import (SweepError, grid_points, parse_grid, run_sweep,
                                     sweep_figure, sweep_point)
-from aiko.experiments.triallog import read_trial
+from aiko.experiments.files.triallog import read_trial
 from aiko.model import SolverParams
 
 

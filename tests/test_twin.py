@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS, references
-from aiko.experiments.simulate import initial_state_for_gait
+from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.reference import reference_step
 
@@ -86,7 +86,7 @@ def test_kernels_without_jit_agree_with_compiled(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, sys
         from aiko.control import PRESETS, references
-        from aiko.experiments.simulate import initial_state_for_gait
+        from aiko.experiments.analysis.simulate import initial_state_for_gait
         from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
         out = []
         for solver, drive, k_N in (("newton", "implicit", 1e6), ("jor", "implicit", 1e6),

@@ -1,0 +1,245 @@
+"""Simulation against experiment: link 6 of the model and of motion capture on
+one clock, the numbers, and the figure in the style of the paper's Fig. 7, 10
+and 11 (x(t), y(t) and the (x, y) path).
+
+Pure but for :func:`save_comparison`, which writes the figure and the JSON
+beside a trial file. The same functions serve the end of a trial and the
+replay of a logged one.
+
+Metrics, all in the ground plane (x, y), over the time span both cover:
+
+* ``final_error_m``: distance between the two at the last common time;
+* ``rms_error_m``: root mean square of that distance at the experiment's sample
+  times (the model interpolated linearly between its samples);
+* ``distance_*_m``: straight-line displacement from start to end; ``path_*_m``
+  the length of the sampled path; ``distance_ratio``: model / experiment;
+* ``heading_*_deg``: direction of the displacement, atan2(dy, dx), and their
+  difference wrapped to (-180, 180];
+* ``speed_*_m_s``: displacement / duration; ``duration_s``; ``samples``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from aiko.model.errors import AikoError
+
+__all__ = ["Paths", "ComparisonError", "compare_paths", "comparison_figure", "save_comparison",
+           "paths_from_trial", "METRIC_KEYS"]
+
+METRIC_KEYS = ("final_error_m", "rms_error_m", "distance_experiment_m", "distance_model_m",
+               "distance_ratio", "heading_experiment_deg", "heading_model_deg",
+               "heading_difference_deg", "speed_experiment_m_s", "speed_model_m_s", "duration_s",
+               "path_experiment_m", "path_model_m", "samples")
+
+
+class ComparisonError(AikoError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"comparison: {reason}")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Link 6 of the experiment and of the model: times (k,) s on the trial
+    clock and positions (k, 3) m. Experiment rows with NaN (occluded) are
+    dropped by :func:`compare_paths`."""
+
+    t_experiment: np.ndarray
+    p_experiment: np.ndarray
+    t_model: np.ndarray
+    p_model: np.ndarray
+
+
+def _clean(t, p) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(t, dtype=float).reshape(-1)
+    p = np.asarray(p, dtype=float).reshape(-1, 3)
+    ok = np.isfinite(t) & np.all(np.isfinite(p[:, :2]), axis=1)
+    t, p = t[ok], p[ok]
+    order = np.argsort(t, kind="stable")
+    t, p = t[order], p[order]
+    keep = np.concatenate([[True], np.diff(t) > 0]) if t.size else np.zeros(0, bool)
+    return t[keep], p[keep]
+
+
+def _heading(d: np.ndarray) -> float:
+    return math.degrees(math.atan2(d[1], d[0]))
+
+
+def compare_paths(paths: Paths) -> dict:
+    """The metrics of the module docstring; ComparisonError if the two do not
+    share at least two sample times' span."""
+    te, pe = _clean(paths.t_experiment, paths.p_experiment)
+    tm, pm = _clean(paths.t_model, paths.p_model)
+    if te.size < 2:
+        raise ComparisonError(f"{te.size} usable motion-capture samples (need 2)")
+    if tm.size < 2:
+        raise ComparisonError(f"{tm.size} model samples (need 2)")
+    lo, hi = max(te[0], tm[0]), min(te[-1], tm[-1])
+    sel = (te >= lo - 1e-9) & (te <= hi + 1e-9)
+    if sel.sum() < 2 or hi <= lo:
+        raise ComparisonError("the experiment and the model do not overlap in time")
+    t = te[sel]
+    e = pe[sel, :2]
+    m = np.column_stack([np.interp(t, tm, pm[:, 0]), np.interp(t, tm, pm[:, 1])])
+    err = np.hypot(*(e - m).T)
+    duration = float(t[-1] - t[0])
+    de, dm = e[-1] - e[0], m[-1] - m[0]
+    dist_e, dist_m = float(np.hypot(*de)), float(np.hypot(*dm))
+    he, hm = _heading(de), _heading(dm)
+    diff = (hm - he + 180.0) % 360.0 - 180.0
+    if diff == -180.0:
+        diff = 180.0
+    return {
+        "final_error_m": float(err[-1]),
+        "rms_error_m": float(np.sqrt(np.mean(err ** 2))),
+        "distance_experiment_m": dist_e,
+        "distance_model_m": dist_m,
+        "distance_ratio": dist_m / dist_e if dist_e > 0 else math.inf,
+        "heading_experiment_deg": he,
+        "heading_model_deg": hm,
+        "heading_difference_deg": diff,
+        "speed_experiment_m_s": dist_e / duration if duration > 0 else 0.0,
+        "speed_model_m_s": dist_m / duration if duration > 0 else 0.0,
+        "duration_s": duration,
+        "path_experiment_m": float(np.hypot(*np.diff(e, axis=0).T).sum()),
+        "path_model_m": float(np.hypot(*np.diff(m, axis=0).T).sum()),
+        "samples": int(t.size),
+        "t_start": float(t[0]),
+        "t_end": float(t[-1]),
+    }
+
+
+def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
+                      model_label: str = "model", scene=None, snake=None):
+    """A matplotlib Figure: x(t) and y(t) of link 6 on the left, the (x, y) path
+    on the right; experiment solid, model dashed; start and end marked. With
+    no experiment samples (``aiko simulate``) only the model is drawn.
+    ``scene`` (:class:`aiko.model.scene.Scene`): its pegs and steps drawn in
+    the path's panel (the panel widens to hold the pegs near the path);
+    ``snake`` (n, 2): the links' centres at the end, drawn as a line."""
+    from matplotlib.figure import Figure
+
+    te, pe = _clean(paths.t_experiment, paths.p_experiment)
+    tm, pm = _clean(paths.t_model, paths.p_model)
+    t_ref = min(te[0] if te.size else math.inf, tm[0] if tm.size else math.inf)
+    t_ref = 0.0 if not math.isfinite(t_ref) else t_ref
+    fig = Figure(figsize=(11, 6.2), layout="constrained")
+    grid = fig.add_gridspec(2, 2, width_ratios=(1.15, 1))
+    ax_x = fig.add_subplot(grid[0, 0])
+    ax_y = fig.add_subplot(grid[1, 0], sharex=ax_x)
+    ax_p = fig.add_subplot(grid[:, 1])
+    exp_style = {"color": "#1f4e9c", "lw": 1.8, "label": "experiment (motion capture)"}
+    mod_style = {"color": "#d1495b", "lw": 1.8, "ls": "--", "label": model_label}
+    if not te.size:
+        exp_style = {**exp_style, "label": None}
+        mod_style = {**mod_style, "ls": "-"}
+    for ax, k, name in ((ax_x, 0, "x"), (ax_y, 1, "y")):
+        if te.size:
+            ax.plot(te - t_ref, pe[:, k], **exp_style)
+        ax.plot(tm - t_ref, pm[:, k], **mod_style)
+        ax.set_ylabel(f"{name} [m]")
+        ax.grid(True, alpha=0.3)
+    ax_x.tick_params(labelbottom=False)
+    ax_y.set_xlabel("t [s]")
+    ax_x.set_title("link 6 position")
+    if te.size:
+        ax_p.plot(pe[:, 0], pe[:, 1], **exp_style)
+    ax_p.plot(pm[:, 0], pm[:, 1], **mod_style)
+    for p, color in ((pe, exp_style["color"]), (pm, mod_style["color"])):
+        if p.shape[0]:
+            ax_p.plot(*p[0, :2], "o", color=color, ms=7, mfc="white", mew=2)
+            ax_p.plot(*p[-1, :2], "s", color=color, ms=7)
+    if snake is not None:
+        ax_p.plot(snake[:, 0], snake[:, 1], "-o", color="0.45", ms=3, lw=1.2,
+                  label="snake at the end")
+    if scene is not None and not scene.empty:
+        _draw_scene(ax_p, scene, np.vstack([p[:, :2] for p in (pe, pm) if p.shape[0]]
+                                           + ([snake] if snake is not None else [])))
+    ax_p.plot([], [], "o", color="0.3", mfc="white", mew=2, label="start", ls="none")
+    ax_p.plot([], [], "s", color="0.3", label="end", ls="none")
+    ax_p.set_xlabel("x [m]")
+    ax_p.set_ylabel("y [m]")
+    ax_p.set_aspect("equal", adjustable="datalim")
+    ax_p.grid(True, alpha=0.3)
+    ax_p.set_title("path of link 6 (x, y)")
+    fig.legend(*ax_p.get_legend_handles_labels(), loc="outside lower center", ncols=4,
+               fontsize=9, frameon=False)
+    if metrics:
+        text = (f"final error {100 * metrics['final_error_m']:.1f} cm, "
+                f"RMS {100 * metrics['rms_error_m']:.1f} cm;  "
+                f"distance: experiment {metrics['distance_experiment_m']:.3f} m, "
+                f"model {metrics['distance_model_m']:.3f} m "
+                f"(ratio {metrics['distance_ratio']:.2f});  "
+                f"heading difference {metrics['heading_difference_deg']:+.1f} deg")
+        title = f"{title}\n{text}"
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _draw_scene(ax, scene, near: np.ndarray, margin: float = 0.35) -> None:
+    """Pegs as filled circles and steps as hatched bands rising to +x, those
+    within ``margin`` (m) of the points ``near`` (k, 2)."""
+    from matplotlib.patches import Circle, Rectangle
+
+    lo = near.min(axis=0) - margin if near.size else np.array([-1.0, -1.0])
+    hi = near.max(axis=0) + margin if near.size else np.array([1.0, 1.0])
+    first = True
+    for peg in scene.pegs:
+        if lo[0] <= peg.x <= hi[0] and lo[1] <= peg.y <= hi[1]:
+            ax.add_patch(Circle((peg.x, peg.y), peg.radius, color="#6b8e23", alpha=0.75,
+                                label="peg" if first else None))
+            first = False
+    level = 0.0
+    steps = sorted(scene.steps, key=lambda s: s.x0)
+    for k, st in enumerate(steps):
+        level += st.height
+        x1 = steps[k + 1].x0 if k + 1 < len(steps) else hi[0]
+        if st.x0 > hi[0]:
+            break
+        ax.add_patch(Rectangle((st.x0, lo[1]), max(x1 - st.x0, 0.0), hi[1] - lo[1],
+                               facecolor="#b08968", alpha=0.12 + 0.1 * min(k, 3),
+                               edgecolor="#7f5539", hatch="//", lw=0.0,
+                               label="step" if k == 0 else None))
+        ax.axvline(st.x0, color="#7f5539", lw=1.2)
+        ax.annotate(f"+{100 * level:g} cm", (st.x0, hi[1]), xytext=(3, -12),
+                    textcoords="offset points", fontsize=8, color="#7f5539")
+    ax.update_datalim(np.array([lo, hi]))
+    ax.autoscale_view()
+
+
+def save_comparison(trial_path: Path, paths: Paths, title: str,
+                    metrics: dict, scene=None) -> tuple[Path, Path]:
+    """Write ``TRIAL.png`` and ``TRIAL.json`` beside the trial file; the
+    figure draws the scene's obstacles."""
+    trial_path = Path(trial_path)
+    png = trial_path.with_suffix(".png")
+    js = trial_path.with_suffix(".json")
+    comparison_figure(paths, title, metrics, scene=scene).savefig(png, dpi=110)
+    js.write_text(json.dumps(metrics, indent=2) + "\n")
+    return png, js
+
+
+def paths_from_trial(data) -> Paths:
+    """Link 6 of the experiment (/mocap) and of the model (/model) of a loaded
+    trial (:class:`aiko.experiments.files.triallog.TrialData`)."""
+    rec = data.records.get("/mocap", [])
+    seen = set()
+    te, pe = [], []
+    for t, d in rec:
+        if d.get("stale") or d.get("occluded") or d.get("x") is None:
+            continue
+        if d.get("frame") in seen:
+            continue
+        seen.add(d.get("frame"))
+        te.append(d["t_receive"] if d.get("t_receive") is not None else t)
+        pe.append((d["x"], d["y"], d["z"]))
+    mod = data.records.get("/model", [])
+    tm = [d["t"] for _, d in mod]
+    pm = [(d["x"], d["y"], d["z"]) for _, d in mod]
+    return Paths(np.array(te), np.array(pe).reshape(-1, 3), np.array(tm),
+                 np.array(pm).reshape(-1, 3))

@@ -1,0 +1,171 @@
+"""A trial log in other formats, and what it holds.
+
+* :func:`export_csv`: one CSV per channel (references with one column per
+  node and quantity and the steering offset, joint states, EMCY, motion
+  capture, the parallel model's link 6, the steering, events with their data
+  as JSON), times in s on the trial clock;
+* :func:`export_can`: the raw CAN frames (/can/tx and /can/rx, in time
+  order) through python-can's own log writers, Vector ASC or BLF, so CAN tools
+  open them; time stamps are the wall clock of the trial's start plus the
+  trial clock;
+* :func:`trial_info`: gait, rig, duration, counts per channel, faults, phases,
+  the stored comparison and, for a steered trial, its steering metrics, as a dict.
+
+Reading never executes anything from the file (:func:`read_trial`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import can
+
+from aiko.experiments.files.triallog import TrialData
+
+__all__ = ["export_csv", "export_can", "trial_info", "can_messages", "FORMATS"]
+
+FORMATS = ("csv", "asc", "blf")
+
+
+def _wall_start(data: TrialData) -> float:
+    for _, e in data.events("trial_start"):
+        w = e.get("data", {}).get("wall_start")
+        if isinstance(w, (int, float)):
+            return float(w)
+    return 0.0
+
+
+def can_messages(data: TrialData) -> list[can.Message]:
+    """Every logged CAN frame as a python-can Message (time order; rx/tx set)."""
+    t0 = _wall_start(data)
+    out = []
+    for channel, is_rx in (("/can/tx", False), ("/can/rx", True)):
+        for t, r in data.records.get(channel, []):
+            try:
+                payload = bytes.fromhex(r["data"])
+                ident = int(r["id"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if not 0 <= ident <= 0x7FF or len(payload) > 8:
+                continue
+            out.append(can.Message(timestamp=t0 + t, arbitration_id=ident,
+                                   is_extended_id=False, data=payload, is_rx=is_rx,
+                                   channel=1))
+    out.sort(key=lambda m: m.timestamp)
+    return out
+
+
+def export_can(data: TrialData, path: Path) -> int:
+    """Write the CAN frames to ``path`` (.asc or .blf); the number written."""
+    path = Path(path)
+    writer_cls = {".asc": can.ASCWriter, ".blf": can.BLFWriter}[path.suffix.lower()]
+    msgs = can_messages(data)
+    writer = writer_cls(str(path))
+    try:
+        for m in msgs:
+            writer.on_message_received(m)
+    finally:
+        writer.stop()
+    return len(msgs)
+
+
+def _write(path: Path, header: list[str], rows) -> Path:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def export_csv(data: TrialData, folder: Path, stem: str) -> list[Path]:
+    """One CSV per channel present into ``folder`` (``STEM-CHANNEL.csv``)."""
+    folder = Path(folder)
+    written = []
+    refs = data.records.get("/references", [])
+    if refs:
+        nodes = refs[0][1].get("nodes", [])
+        cols = [f"{q}_{n}" for n in nodes for q in ("alpha_h", "alpha_v", "omega_h", "omega_v")]
+        rows = []
+        for t, d in refs:
+            vals = []
+            for i in range(len(nodes)):
+                vals += [d[q][i] for q in ("alpha_h", "alpha_v", "omega_h", "omega_v")]
+            rows.append([t, d.get("phase", "gait"), d["k"], d.get("t_gait"), d["counter"],
+                         d.get("offset", 0.0), *vals])
+        written.append(_write(folder / f"{stem}-references.csv",
+                              ["t", "phase", "k", "t_gait", "counter", "offset", *cols], rows))
+    simple = {"/joint_state": ("joint_state", ["node", "alpha_h", "alpha_v", "duty_h", "duty_v",
+                                               "status", "sync_echo"]),
+              "/emcy": ("emcy", ["node", "error_code", "error_register", "motor"]),
+              "/mocap": ("mocap", ["frame", "x", "y", "z", "occluded", "stale", "latency",
+                                   "t_receive"]),
+              "/model": ("model", ["t", "x", "y", "z", "lag"]),
+              "/steering": ("steering", ["t_gait", "mode", "offset", "heading", "target", "x",
+                                         "y", "cross_track", "segment", "age", "tracked"])}
+    for channel, (name, keys) in simple.items():
+        recs = data.records.get(channel, [])
+        if recs:
+            written.append(_write(folder / f"{stem}-{name}.csv", ["t_log", *keys],
+                                  ([t, *(d.get(k) for k in keys)] for t, d in recs)))
+    events = data.records.get("/events", [])
+    if events:
+        written.append(_write(folder / f"{stem}-events.csv", ["t", "kind", "data"],
+                              ([t, d.get("kind"), json.dumps(d.get("data"))]
+                               for t, d in events)))
+    return written
+
+
+def trial_info(data: TrialData) -> dict:
+    """What a trial holds (see the module docstring)."""
+    def meta(key, default=None):
+        raw = data.metadata.get(key)
+        if isinstance(raw, str):
+            try:
+                return json.loads(raw)
+            except ValueError:
+                return raw
+        return default if raw is None else raw
+
+    config = meta("config", {}) or {}
+    times = [t for recs in data.records.values() for t, _ in recs]
+    ends = data.events("trial_end")
+    comparison = data.records.get("/comparison", [])
+    return {
+        "file": str(data.path), "complete": data.complete,
+        "gait": meta("gait_name", "?"), "rig": config.get("rig"),
+        "nodes": config.get("nodes"), "software_version": meta("software_version"),
+        "git_revision": meta("git_revision"),
+        "duration_s": (max(times) - min(times)) if times else 0.0,
+        "gait_periods": len(data.references("gait")[0]),
+        "channels": {ch: len(recs) for ch, recs in sorted(data.records.items())},
+        "phases": [e["data"].get("phase") for _, e in data.events("phase")],
+        "faults": [e["data"] for _, e in data.events("fault")],
+        "end": ends[-1][1]["data"].get("reason") if ends else None,
+        "comparison": comparison[-1][1].get("metrics") if comparison else None,
+        "steering": _steering(data),
+        "scene": _scene(meta("scene")),
+        "attachments": sorted(data.attachments),
+    }
+
+
+def _scene(raw) -> str | None:
+    """The logged scene in one line (None: a log from before scenes; "flat
+    floor" when it had none)."""
+    if raw is None:
+        return None
+    from aiko.model.scene import SceneError
+
+    from aiko.experiments.files.scene_file import scene_from_json
+    try:
+        return scene_from_json(raw).describe()
+    except (SceneError, TypeError, ValueError) as exc:
+        return f"unreadable ({exc})"
+
+
+def _steering(data: TrialData) -> dict | None:
+    from aiko.experiments.analysis.steering_report import steering_metrics, steering_series
+
+    series = steering_series(data)
+    return None if series is None else steering_metrics(series)

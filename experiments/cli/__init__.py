@@ -1,0 +1,50 @@
+"""The `aiko` command line. The only place that prints.
+
+One module per subcommand (``simulate``, ``emulate``, ``run``, ``replay``, ``fit``,
+``sweep``, ``optimize``, ``preview``, ``export``, ``info``, ``dbc``): each adds its
+parser and turns its arguments into a call of a library function that the tests call
+too. :mod:`.args` holds what they share (one-line argument errors, number parsers,
+progress and status lines).
+
+May import every other package of the stack; nothing imports it (an import-linter
+contract). ``python -m aiko.experiments.cli`` is the ``aiko`` command.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from aiko.model.errors import AikoError
+
+from . import dbc, emulate, export, fit, info, optimize, preview, replay, run, simulate, sweep
+from .args import ArgError, Parser
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="aiko", description="Aiko snake robot: model, rig and trials.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for mod in (simulate, emulate, run, replay, fit, sweep, optimize, preview, export, info, dbc):
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = build_parser()
+    args = None
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except ArgError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except AikoError as exc:
+        print(f"aiko {getattr(args, 'command', '')}: {exc}".replace("  ", " "), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("aiko: interrupted", file=sys.stderr)
+        return 130
+

@@ -1,0 +1,7 @@
+"""``python -m aiko.experiments.cli``: the ``aiko`` command."""
+
+import sys
+
+from aiko.experiments.cli import main
+
+sys.exit(main())

@@ -1,0 +1,213 @@
+"""`aiko emulate`: emulated joint modules behind an slcan adapter on TCP, and with
+``--plant`` the simulated Aiko behind them with its motion capture."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from aiko.experiments.cli.args import ArgError, node_count, nonneg, number, port, positive
+from aiko.experiments.rig.plant import PlantParams
+
+__all__ = ["add_parser", "cmd_emulate"]
+
+
+def _udp_target(text: str) -> tuple[str, int]:
+    host, _, p = text.rpartition(":")
+    try:
+        value = int(p)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}") from None
+    if not host or not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port in 1..65535, "
+                                         f"got {text!r}")
+    return host, value
+
+
+def add_parser(sub) -> None:
+    e = sub.add_parser(
+        "emulate", help="emulated joint modules (and with --plant the simulated Aiko)",
+        description="Start emulated joint modules on a virtual CAN bus behind an emulated "
+                    "serial-line CAN (slcan) adapter on a TCP port. Reach it with python-can's "
+                    "slcan interface and the printed socket:// channel. With --plant, the "
+                    "simulated Aiko: the non-smooth model driven by the modules' motors in "
+                    "real time, its links sent as a Vicon Tracker UDP Object Stream. Ctrl-C "
+                    "stops it.")
+    e.add_argument("--nodes", type=node_count, default=10, metavar="N",
+                   help="joint modules 1..N (default 10)")
+    e.add_argument("--port", type=port, default=0, metavar="PORT",
+                   help="TCP port (default: any free one, printed)")
+    e.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1, loopback only)")
+    e.add_argument("--fault", action="append", default=[], metavar="NODE:KIND[=V][@T]",
+                   help="inject a fault: drop=F, delay=S, silent, encoder[=h|v], "
+                        "saturate[=h|v]; @T seconds after start (repeatable)")
+    g = e.add_argument_group("the simulated Aiko (--plant)")
+    g.add_argument("--plant", action="store_true",
+                   help="run the physics behind the modules and send motion capture")
+    g.add_argument("--udp-target", type=_udp_target, default=("127.0.0.1", 51001),
+                   metavar="HOST:PORT", help="where the Tracker stream goes "
+                                             "(default 127.0.0.1:51001)")
+    g.add_argument("--mocap-rate", type=positive("mocap rate"), default=100.0, metavar="HZ",
+                   help="datagrams per second (default 100)")
+    g.add_argument("--mu-x", type=nonneg("mu-x"), default=0.2, metavar="MU",
+                   help="floor friction along the links (default 0.2)")
+    g.add_argument("--mu-y", type=nonneg("mu-y"), default=0.2, metavar="MU",
+                   help="floor friction across the links (default 0.2)")
+    g.add_argument("--plant-mu-x", type=nonneg("plant-mu-x"), default=None,
+                   help=argparse.SUPPRESS)
+    g.add_argument("--plant-mu-y", type=nonneg("plant-mu-y"), default=None,
+                   help=argparse.SUPPRESS)
+    g.add_argument("--servo", choices=("module", "ideal"), default="module",
+                   help="module: the firmware's duty- and speed-limited servo (default); "
+                        "ideal: motors at their reference at every instant")
+    g.add_argument("--backlash-deg", type=nonneg("backlash"), default=4.0, metavar="DEG",
+                   help="free play between motor and link (default 4)")
+    g.add_argument("--mocap-noise-mm", type=nonneg("mocap noise"), default=0.5, metavar="MM",
+                   help="white noise on every coordinate (default 0.5)")
+    g.add_argument("--mocap-latency-ms", type=nonneg("mocap latency"), default=0.0,
+                   metavar="MS", help="age of the positions in each datagram (default 0)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the mocap noise")
+    g.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
+                   help="the robot starts at rest laid along this curve ([curve] polyline or "
+                        "arc; see aiko simulate --start-curve), its joints at those angles")
+    g.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor (a scene file or a preset, pegs-grid); each "
+                        "peg is streamed as a motion-capture object peg1, peg2, ...")
+    g.add_argument("--scene-json", default=None, help=argparse.SUPPRESS)
+    g.add_argument("--start-joint-angles-json", default=None, help=argparse.SUPPRESS)
+    g.add_argument("--u-tol", type=positive("u-tol"), default=PlantParams.u_tol, metavar="M_S",
+                   help="the physics' contact-solver velocity tolerance (default 1e-7)")
+    g.add_argument("--max-iter", type=number("max-iter", int, lambda v: v >= 1, "be >= 1"),
+                   default=PlantParams.max_iter, metavar="N",
+                   help="the physics' contact-solver iteration cap (default 100)")
+    g.add_argument("--status-interval", type=positive("status interval"), default=5.0,
+                   metavar="S", help="seconds between status lines (default 5)")
+    g.add_argument("--json-lines", action="store_true", help=argparse.SUPPRESS)
+    g.add_argument("--parent-lifeline", action="store_true", help=argparse.SUPPRESS)
+    e.set_defaults(func=cmd_emulate)
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from aiko.firmware_interface.faults import faults_by_node
+
+    from aiko.experiments.rig.simrig import RigConfig, SimulatedRig
+
+    faults = faults_by_node(args.fault)
+    for node in faults:
+        if node > args.nodes:
+            raise ArgError(f"aiko emulate: fault for node {node}, but only nodes 1..{args.nodes} "
+                           "exist")
+    from aiko.model.scene import SceneError
+
+    from aiko.experiments.files.scene_file import load_scene, scene_from_json
+    if args.scene is not None and args.scene_json is not None:
+        raise ArgError("aiko emulate: give --scene or --scene-json, not both")
+    try:
+        scene = (scene_from_json(args.scene_json) if args.scene_json is not None
+                 else load_scene(args.scene))
+    except (SceneError, ValueError) as exc:
+        raise ArgError(f"aiko emulate: --scene {exc}") from exc
+    if not scene.empty and not args.plant:
+        raise ArgError("aiko emulate: --scene needs --plant (obstacles act on the simulated "
+                       "Aiko's physics)")
+    plant = None
+    if args.plant:
+        plant = PlantParams(backlash_deg=args.backlash_deg, servo=args.servo,
+                            mocap_noise_mm=args.mocap_noise_mm,
+                            mocap_latency_ms=args.mocap_latency_ms, mocap_rate=args.mocap_rate,
+                            mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed,
+                            u_tol=args.u_tol, max_iter=args.max_iter,
+                            start_curve=None if args.start_curve is None
+                            else str(args.start_curve),
+                            start_joint_angles=None if args.start_joint_angles_json is None
+                            else tuple(tuple(p) for p in
+                                       json.loads(args.start_joint_angles_json)))
+        from aiko.model import kernels_cached, warm_up
+        if not kernels_cached() and not args.json_lines:
+            print("compiling the model (first run only) ...", flush=True)
+        warm_up()
+    rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
+                                 plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
+                                 mu_y=args.mu_y, scene=scene,
+                                 status_interval=args.status_interval))
+    if rig.aiko is not None:
+        from aiko.experiments.files.scene_file import check_clear
+        try:
+            check_clear(rig.aiko.model, rig.aiko.state, "the simulated Aiko's start posture")
+        except SceneError as exc:
+            raise ArgError(f"aiko emulate: {exc}") from exc
+
+    def emit(kind: str, data: dict) -> None:
+        print(json.dumps({kind: data}), flush=True)
+
+    def on_ready(info: dict) -> None:
+        if args.json_lines:
+            emit("ready", info)
+            return
+        what = "the simulated Aiko" if plant is not None else f"{args.nodes} joint modules"
+        print(f"aiko emulate: {what} behind an slcan adapter", flush=True)
+        print(f"channel: {info['channel']}  (python-can interface 'slcan')", flush=True)
+        if info["udp_target"] is not None:
+            host, p = info["udp_target"]
+            print(f"motion capture: Vicon Tracker UDP Object Stream to {host}:{p}, objects "
+                  f"link1..link{args.nodes + 1}"
+                  + (f", peg1..peg{len(scene.pegs)}" if scene.pegs else "")
+                  + f", {args.mocap_rate:g} Hz", flush=True)
+        if not scene.empty:
+            print(f"scene: {scene.describe()}", flush=True)
+        for node, f in sorted(faults.items()):
+            print(f"fault on node {node}: {f}", flush=True)
+
+    def on_status(st: dict) -> None:
+        if args.json_lines:
+            emit("status", st)
+        elif "physics_t" in st:
+            print(f"t {st['t']:.0f} s: physics lag max {st['max_lag_ms']:.1f} ms, "
+                  f"{st['late_updates']} late updates (> 10 ms), {st['mocap_frames']} mocap "
+                  f"frames", flush=True)
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        if args.parent_lifeline:
+            # the owner holds our stdin: its end means the owner is gone
+            reader = asyncio.StreamReader()
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+            async with asyncio.TaskGroup() as tg:
+                serving = tg.create_task(rig.run(on_ready, on_status), name="rig")
+
+                async def lifeline() -> None:
+                    while await reader.read(4096):
+                        pass
+                    serving.cancel()
+
+                tg.create_task(lifeline(), name="lifeline")
+        else:
+            await rig.run(on_ready, on_status)
+
+    try:
+        asyncio.run(serve())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    for m in rig.modules:
+        cmds = ", ".join(f"0x{c:02X}" for c in m.nmt_obeyed) or "none"
+        line = f"node {m.node}: {m.state.name.lower()}, NMT obeyed: {cmds}"
+        if not args.json_lines:
+            print(line, flush=True)
+    final = rig.status()
+    if args.json_lines:
+        emit("stopped", final)
+    else:
+        if "physics_t" in final:
+            print(f"physics: {final['physics_t']:.1f} s simulated, lag max "
+                  f"{final['max_lag_ms']:.1f} ms, {final['late_updates']} late updates",
+                  flush=True)
+        print("aiko emulate: stopped", flush=True)
+    return 0

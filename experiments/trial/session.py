@@ -1,0 +1,353 @@
+"""A whole experiment as ``aiko run`` runs it: set up the rig, the parallel
+model and the log, run the trial, compare, clean up.
+
+``await run_session(config, gait, report)`` is what the command line calls
+(and the tests): with ``rig="simulated"`` it starts the simulated Aiko
+(``aiko emulate --plant``) as a child process and reaches it through the same
+code paths as the robot (python-can's slcan over TCP, the Tracker UDP stream);
+with the parallel model on it starts the model process. One
+:class:`~aiko.experiments.trial.processes.ChildProcesses` owns both and ends them on
+every way out. The kernels are compiled (first run only) before anything
+starts, never during a trial.
+
+``report`` (a :class:`SessionReport`) is filled as the session goes, so that
+the caller still has the comparison and the log's path when the session ends
+by Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiko.control.gait import Gait
+from aiko.control.preflight import Preflight, PreflightRefused, preflight
+from aiko.control.steering import SteeringError, steering_loop
+from aiko.drivers.can_bus import CanDriver, check_interface
+from aiko.drivers.clock import TrialClock
+from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
+from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
+from aiko.model.scene import Scene
+
+from aiko.experiments.analysis.compare import ComparisonError, compare_paths, save_comparison
+from aiko.experiments.trial.model_link import ModelLink, start_model_process
+from aiko.experiments.rig.plant import PlantParams
+from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
+from aiko.experiments.files.scene_file import scene_json
+from aiko.experiments.trial.runner import TrialConfig, TrialResult, dbc_attachment, run_trial, trial_metadata
+from aiko.experiments.files.triallog import TrialLog, check_log_path
+
+__all__ = ["SessionConfig", "SessionReport", "run_session", "plant_argv", "start_plant"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """trial: the trial's configuration (rig, CAN, mocap, nodes, duration);
+    out: the trial log; plant: the simulated Aiko's settings (simulated rig);
+    parallel_model: run the model beside the trial; mocap_host/mocap_port:
+    where a vicon-udp source listens (port 0: any free port, told to the
+    simulated Aiko), or the DataStream host; mqtt: telemetry settings;
+    live / foxglove: serve the live page / the Foxglove WebSocket protocol
+    on (host, port) for the whole session (port 0: any free port); scene:
+    the obstacles on the floor (the simulated Aiko's and the parallel
+    model's; logged with the trial)."""
+
+    trial: TrialConfig
+    out: Path
+    plant: PlantParams = field(default_factory=PlantParams)
+    parallel_model: bool = True
+    mocap_host: str | None = None
+    mocap_port: int | None = None
+    mqtt: object | None = None
+    live: tuple[str, int] | None = None        # (host, port) of the live page
+    foxglove: tuple[str, int] | None = None    # (host, port) of the Foxglove server
+    scene: Scene = field(default_factory=Scene)
+
+
+@dataclass
+class SessionReport:
+    """What a session produced, filled as it goes."""
+
+    out: Path | None = None
+    compile_s: float | None = None
+    compiled: bool = False
+    result: TrialResult | None = None
+    metrics: dict | None = None
+    figure: Path | None = None
+    json: Path | None = None
+    comparison_error: str | None = None
+    plant: dict = field(default_factory=dict)
+    children: dict = field(default_factory=dict)   # name -> pid
+    preflight: Preflight | None = None
+    live_url: str | None = None
+    foxglove_url: str | None = None
+    steering: dict | None = None          # steering metrics of a steered trial
+    steering_figure: Path | None = None
+
+
+def model_params_for(config: TrialConfig, gait: Gait) -> SnakeParams:
+    """The parallel model's snake: one link more than joint modules, the gait's
+    friction."""
+    kw = {"n": config.nodes + 1}
+    if gait.mu_x is not None:
+        kw["mu_x"] = gait.mu_x
+    if gait.mu_y is not None:
+        kw["mu_y"] = gait.mu_y
+    return SnakeParams(**kw)
+
+
+def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
+               udp_port: int, scene: Scene | None = None) -> list[str]:
+    """``aiko emulate --plant`` for this trial, speaking JSON lines; the
+    scene goes as JSON (its pegs become motion-capture objects)."""
+    argv = ["emulate", "--plant", "--nodes", str(config.nodes), "--port", "0",
+            "--udp-target", f"127.0.0.1:{udp_port}",
+            "--mu-x", repr(params.mu_x), "--mu-y", repr(params.mu_y),
+            "--servo", plant.servo, "--backlash-deg", repr(plant.backlash_deg),
+            "--mocap-noise-mm", repr(plant.mocap_noise_mm),
+            "--mocap-latency-ms", repr(plant.mocap_latency_ms),
+            "--mocap-rate", repr(plant.mocap_rate), "--seed", str(plant.seed),
+            "--u-tol", repr(plant.u_tol), "--max-iter", str(plant.max_iter),
+            "--json-lines", "--parent-lifeline"]
+    if plant.start_curve is not None:
+        argv += ["--start-curve", plant.start_curve]
+    if plant.start_joint_angles is not None:
+        argv += ["--start-joint-angles-json", json.dumps(plant.start_joint_angles)]
+    if plant.mu_x is not None:
+        argv += ["--plant-mu-x", repr(plant.mu_x)]
+    if plant.mu_y is not None:
+        argv += ["--plant-mu-y", repr(plant.mu_y)]
+    if scene is not None and not scene.empty:
+        argv += ["--scene-json", scene_json(scene)]
+    return python_module("aiko.experiments.cli", *argv)
+
+
+async def start_plant(procs: ChildProcesses, argv: list[str], timeout: float = 120.0
+                      ) -> tuple[Child, dict]:
+    """Start the simulated Aiko and wait for its ready line (CAN channel)."""
+    child = await procs.start("simulated Aiko", argv)
+    return child, await child.wait_ready(timeout)
+
+
+async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, *,
+                      say: Callable[[str], None] = lambda text: None,
+                      status: Callable[[dict], None] | None = None) -> TrialResult:
+    """Run one experiment; see the module docstring. ``say`` gets progress
+    messages for the user; ``status`` the trial's status snapshots."""
+    tc = config.trial
+    simulated = tc.rig == "simulated"
+    report.out = Path(config.out)
+    params = model_params_for(tc, gait)
+    # checks that cost nothing come first: a refusal leaves nothing behind
+    pre = report.preflight = preflight(gait, tc.nodes, tc.duration, tc.period)
+    if not pre.ok:
+        if not tc.force:
+            raise PreflightRefused(pre)
+        log.warning("%s: streamed anyway (--force)", pre.refusal)
+    if tc.steering is not None:
+        if tc.mocap == "none":
+            raise SteeringError("steering needs motion capture (--mocap)")
+        steering_loop(tc.steering, gait)  # the gait leaves room to steer
+    start = None
+    plant_cfg = config.plant
+    if simulated and plant_cfg.start_curve is not None:   # a bad curve fails here
+        from aiko.experiments.files.start_curve import load_start_curve, start_q
+        curve = load_start_curve(plant_cfg.start_curve)
+        start = start_q(curve, params, gait, source=plant_cfg.start_curve)
+        if "gait" in curve:  # the gait's start posture: the plant gets its joint angles
+            from dataclasses import replace
+
+            from aiko.control.gait import references
+            r0 = references(gait, 0.0, tc.nodes)
+            plant_cfg = replace(plant_cfg, start_curve=None, start_joint_angles=tuple(
+                (float(a), float(b)) for a, b in r0[:, :2]))
+    if simulated and not config.scene.empty:   # so does a start inside an obstacle
+        from aiko.experiments.files.scene_file import check_clear
+        where = SnakeModel(params, SolverParams(), config.scene)
+        check_clear(where, where.initial_state() if start is None else where.state_from_q(start),
+                    "the simulated Aiko's start posture")
+    if not simulated:
+        check_interface(tc.can_interface, tc.can_channel)
+    check_log_path(config.out)
+    if simulated or config.parallel_model:
+        cached = kernels_cached()
+        if not cached:
+            say("compiling the model (first run only) ...")
+        report.compile_s = warm_up()
+        report.compiled = not cached
+        if not cached:
+            say(f"compiled in {report.compile_s:.1f} s")
+
+    async with ChildProcesses() as procs, contextlib.AsyncExitStack() as views:
+        viewers = []
+        if config.live is not None:
+            from aiko.drivers.live import LiveView
+            live = await views.enter_async_context(LiveView(
+                *config.live, title=f"{gait.name} ({Path(config.out).stem})",
+                **_obstacles_drawn(config.scene)))
+            report.live_url = live.url
+            viewers.append(live)
+            say(f"live view: {live.url}")
+        if config.foxglove is not None:
+            from aiko.drivers.foxglove_view import FoxgloveView
+            fox = await views.enter_async_context(FoxgloveView(
+                *config.foxglove, **_obstacles_drawn(config.scene)))
+            report.foxglove_url = f"ws://{fox.host}:{fox.port}"
+            viewers.append(fox)
+            say(f"foxglove: open a connection to {report.foxglove_url}")
+        clock = TrialClock()
+        mocap = None
+        if tc.mocap.startswith("vicon-udp"):
+            mocap = ViconUdpSource(tc.mocap_subject, clock,
+                                   host=config.mocap_host or ("127.0.0.1" if simulated
+                                                              else "0.0.0.0"),
+                                   port=config.mocap_port if config.mocap_port is not None
+                                   else 0)
+        elif tc.mocap.startswith("vicon-datastream"):
+            mocap = ViconDataStreamSource(config.mocap_host, tc.mocap_subject,
+                                          tc.mocap_segment, clock)
+        if mocap is not None:
+            await mocap.__aenter__()
+        try:
+            children: list[Child] = []
+            can_channel = tc.can_channel
+            if simulated:
+                say("starting the simulated Aiko ...")
+                udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
+                plant, ready = await start_plant(procs, plant_argv(tc, plant_cfg, params, udp_port,
+                                                                   config.scene))
+                report.children[plant.name] = plant.pid
+                report.plant = ready
+                can_channel = ready["channel"]
+                children.append(plant)
+                procs.drain_stdout(plant, lambda line: _plant_line(report, line))
+            model = None
+            if config.parallel_model:
+                say("starting the parallel model ...")
+                mchild = await start_model_process(
+                    procs, SnakeModel(params, SolverParams(), config.scene),
+                    rate=tc.mocap_rate)
+                report.children[mchild.name] = mchild.pid
+                model = ModelLink(mchild, clock)
+            can_io = CanDriver.open("slcan" if simulated else tc.can_interface, can_channel,
+                                    clock, tc.bitrate)
+            async with can_io:
+                tc_run = tc if not simulated else _with_channel(tc, can_channel)
+                with TrialLog(config.out, _metadata(tc_run, gait, config),
+                              dbc_attachment()) as tlog:
+                    can_io.on_tx = lambda t, i, d: tlog.write("/can/tx", t,
+                                                              {"id": i, "data": d.hex()})
+                    tlog.write("/events", clock.now(), {"kind": "preflight", "data": {
+                        **pre.to_dict(), "forced": tc.force and not pre.ok}})
+                    for name, pid in report.children.items():
+                        tlog.write("/events", clock.now(), {"kind": "process_started",
+                                                            "data": {"name": name, "pid": pid}})
+                    telemetry = None
+                    if config.mqtt is not None:
+                        from aiko.drivers.telemetry import MqttTelemetry
+                        telemetry = MqttTelemetry(config.mqtt, Path(config.out).stem)
+
+                    def on_end(result: TrialResult) -> None:
+                        report.result = result
+                        _compare(report, result, gait, tlog, clock, config.scene)
+                        if report.metrics is not None:
+                            for v in viewers:
+                                v.publish("comparison", report.metrics)
+                        if tc.steering is not None:
+                            _steering_report(report, tlog, gait, clock)
+
+                    return await run_trial(tc_run, gait, can_io, clock, tlog,
+                                           mocap_source=mocap, telemetry=telemetry,
+                                           status=status, model=model, model_params=params,
+                                           children=children, on_end=on_end,
+                                           viewers=viewers)
+        finally:
+            if mocap is not None:
+                await mocap.__aexit__(None, None, None)
+
+
+def _with_channel(tc: TrialConfig, channel: str) -> TrialConfig:
+    from dataclasses import replace
+    return replace(tc, can_interface="slcan", can_channel=channel)
+
+
+def _obstacles_drawn(scene: Scene) -> dict:
+    """What the viewers draw of the scene: pegs (x, y, radius) and steps (x0,
+    level above), m."""
+    return {"pegs": [(p.x, p.y, p.radius) for p in scene.pegs],
+            "steps": [(s[0], s[2]) for s in scene.step_array(0.0)]}
+
+
+def _metadata(tc: TrialConfig, gait: Gait, config: SessionConfig) -> dict:
+    from dataclasses import asdict
+    meta = trial_metadata(tc, gait)
+    meta["plant"] = asdict(config.plant) if tc.rig == "simulated" else None
+    meta["parallel_model"] = config.parallel_model
+    meta["scene"] = json.loads(scene_json(config.scene))
+    return meta
+
+
+def _plant_line(report: SessionReport, line: str) -> None:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return
+    if isinstance(msg, dict) and "status" in msg:
+        report.plant.update(msg["status"])
+
+
+def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock,
+             scene: Scene | None = None) -> None:
+    """Comparison at the end of a trial: metrics into the log, figure and JSON
+    beside it."""
+    if result.paths is None:
+        report.comparison_error = "the parallel model produced no output"
+        return
+    try:
+        metrics = compare_paths(result.paths)
+    except ComparisonError as exc:
+        report.comparison_error = str(exc)
+        tlog.write("/events", clock.now(), {"kind": "comparison_failed",
+                                            "data": {"reason": str(exc)}})
+        return
+    report.metrics = metrics
+    title = f"{gait.name}: experiment and model, link 6 ({Path(tlog.path).stem})"
+    try:
+        report.figure, report.json = save_comparison(tlog.path, result.paths, title, metrics,
+                                                     scene=scene)
+    except OSError as exc:
+        report.comparison_error = f"cannot write the figure: {exc.strerror}"
+    tlog.write("/comparison", clock.now(), {
+        "metrics": metrics, "figure": report.figure.name if report.figure else "",
+        "json": report.json.name if report.json else ""})
+
+
+def _steering_report(report: SessionReport, tlog, gait: Gait, clock) -> None:
+    """A steered trial's metrics into the log, its figure beside it."""
+    from aiko.experiments.analysis.steering_report import save_steering_figure, steering_metrics, steering_series
+    from aiko.experiments.files.triallog import read_trial
+
+    tlog.flush()
+    try:
+        data = read_trial(tlog.path)
+        series = steering_series(data)
+        if series is None or not series.t.size:
+            return
+        report.steering = steering_metrics(series)
+        t, p = data.mocap()
+        t0 = report.result.t_gait0
+        keep = t >= (t0 if t0 is not None else -float("inf"))
+        report.steering_figure = save_steering_figure(
+            tlog.path, series, f"{gait.name}: steering ({Path(tlog.path).stem})",
+            report.steering, (p[keep, 0], p[keep, 1]))
+    except (OSError, ValueError) as exc:
+        log.warning("steering report: %s", exc)
+        return
+    tlog.write("/events", clock.now(), {"kind": "steering_report", "data": {
+        **report.steering, "figure": report.steering_figure.name}})
