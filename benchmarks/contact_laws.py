@@ -21,7 +21,6 @@ import time
 import warnings
 
 import numpy as np
-
 from machine import describe
 from timed import PAPER_PRESETS
 

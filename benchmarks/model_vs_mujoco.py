@@ -28,7 +28,6 @@ import argparse
 import time
 
 import numpy as np
-
 from machine import describe
 from timed import PAPER_PRESETS, timed_run
 

@@ -19,6 +19,7 @@ from timed import PAPER_PRESETS, timed_run
 from aiko.control import PRESETS
 from aiko.model import SnakeModel, SnakeParams, SolverParams
 
+
 def row(name: str, label: str, solver: SolverParams, duration: float, repeat: int = 1) -> str:
     """One table row; with repeat > 1 the fastest of that many runs."""
     gait = PRESETS[name]

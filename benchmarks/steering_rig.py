@@ -24,8 +24,11 @@ from pathlib import Path
 
 from machine import describe
 
-from aiko.experiments.analysis.steering_report import (steering_figure, steering_metrics,
-                                              steering_series)
+from aiko.experiments.analysis.steering_report import (
+    steering_figure,
+    steering_metrics,
+    steering_series,
+)
 from aiko.experiments.files.triallog import read_trial
 
 GAIT = "lateral-undulation-orthotropic"

@@ -43,13 +43,11 @@ import math
 import statistics
 
 import numpy as np
-
 from machine import describe
 from timed import PAPER_PRESETS, timed_run
 
 from aiko.control import PRESETS
 from aiko.model import SnakeModel, SnakeParams, SolverParams
-
 
 REFERENCE = SolverParams(dt=0.00025, drive="explicit", u_tol=1e-10, active_tol=1e-9)
 """The model as the paper steps it, its contact problem solved to 1e-10 m/s

@@ -25,14 +25,12 @@ import math
 import warnings
 
 import numpy as np
-
 from machine import describe
 from timed import PAPER_PRESETS
 
 from aiko.control import PRESETS
 from aiko.experiments.analysis.simulate import simulate_gait
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
-from aiko.model import reference
+from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams, reference
 
 
 def normal_rank(model: SnakeModel, state) -> tuple[int, int]:

@@ -83,7 +83,7 @@ class Gait:
                                   or not math.isfinite(v) or v < 0):
                 raise GaitError(self.name, f"must be a number >= 0, got {v!r}", key)
 
-    def with_(self, **changes) -> "Gait":
+    def with_(self, **changes) -> Gait:
         return replace(self, **changes)
 
     def to_toml_dict(self) -> dict:

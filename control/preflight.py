@@ -42,7 +42,7 @@ UNBOUNDED_SPAN = 60.0
 class PreflightRefused(AikoError):
     """A gait the joint modules cannot follow; ``report`` is its preflight."""
 
-    def __init__(self, report: "Preflight") -> None:
+    def __init__(self, report: Preflight) -> None:
         self.report = report
         super().__init__(report.refusal)
 

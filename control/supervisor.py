@@ -17,8 +17,16 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aiko.firmware_interface.codec import (Emcy, Frame, FrameError, Heartbeat, JointState, Nmt,
-                                           decode, encode)
+from aiko.firmware_interface.codec import (
+    Emcy,
+    Frame,
+    FrameError,
+    Heartbeat,
+    JointState,
+    Nmt,
+    decode,
+    encode,
+)
 from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
 from aiko.model.errors import AikoError
 

@@ -92,7 +92,7 @@ class CanCounters:
 class _Bridge(can.Listener):
     """Runs where the Notifier delivers (loop or its thread): stamps and queues."""
 
-    def __init__(self, driver: "CanDriver", loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, driver: CanDriver, loop: asyncio.AbstractEventLoop) -> None:
         self.driver = driver
         self.loop = loop
 
@@ -148,7 +148,7 @@ class CanDriver:
 
     @classmethod
     def open(cls, interface: str, channel: str, clock, bitrate: int | None = None,
-             **kwargs) -> "CanDriver":
+             **kwargs) -> CanDriver:
         """Create the bus (config files ignored) and a driver that owns it."""
         check_interface(interface, channel)
         extra = {}
@@ -162,7 +162,7 @@ class CanDriver:
             raise CanDriverError(interface, channel, str(exc) or type(exc).__name__) from exc
         return cls(bus, clock, owns_bus=True, **kwargs)
 
-    async def __aenter__(self) -> "CanDriver":
+    async def __aenter__(self) -> CanDriver:
         loop = asyncio.get_running_loop()
         bridge = _Bridge(self, loop)
         fd = _fileno(self.bus)

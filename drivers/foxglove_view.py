@@ -73,7 +73,7 @@ class FoxgloveView:
         self._exp_links = None
         self._scene_sent = 0
 
-    async def __aenter__(self) -> "FoxgloveView":
+    async def __aenter__(self) -> FoxgloveView:
         import foxglove
         from foxglove.channels import SceneUpdateChannel
 
@@ -130,10 +130,21 @@ class FoxgloveView:
         if now - self._scene_sent < SCENE_PERIOD_NS:
             return
         self._scene_sent = now
-        from foxglove.messages import (Color, CubePrimitive, CylinderPrimitive, LinePrimitive,
-                                       LinePrimitiveLineType, Point3, Pose, Quaternion,
-                                       SceneEntity, SceneUpdate, SpherePrimitive, Timestamp,
-                                       Vector3)
+        from foxglove.messages import (
+            Color,
+            CubePrimitive,
+            CylinderPrimitive,
+            LinePrimitive,
+            LinePrimitiveLineType,
+            Point3,
+            Pose,
+            Quaternion,
+            SceneEntity,
+            SceneUpdate,
+            SpherePrimitive,
+            Timestamp,
+            Vector3,
+        )
 
         ts = Timestamp.from_epoch_secs(now * 1e-9)
         red, blue = Color(r=0.78, g=0.06, b=0.18, a=1.0), Color(r=0.12, g=0.31, b=0.61, a=1.0)

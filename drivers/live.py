@@ -150,7 +150,7 @@ class LiveView:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
-    async def __aenter__(self) -> "LiveView":
+    async def __aenter__(self) -> LiveView:
         from websockets.asyncio.server import serve
 
         try:

@@ -108,7 +108,7 @@ def decode_object_stream(data: bytes) -> tuple[int, dict[str, tuple[float, ...]]
 
 
 class _UdpProtocol(asyncio.DatagramProtocol):
-    def __init__(self, source: "ViconUdpSource") -> None:
+    def __init__(self, source: ViconUdpSource) -> None:
         self.source = source
 
     def datagram_received(self, data: bytes, addr) -> None:
@@ -129,7 +129,7 @@ class ViconUdpSource:
         self._objects: tuple[float, int, dict[str, tuple[float, float, float]]] | None = None
         self._transport = None
 
-    async def __aenter__(self) -> "ViconUdpSource":
+    async def __aenter__(self) -> ViconUdpSource:
         loop = asyncio.get_running_loop()
         try:
             self._transport, _ = await loop.create_datagram_endpoint(
@@ -237,7 +237,7 @@ class ViconDataStreamSource:
                 "not installed; it ships with Vicon's DataStream SDK, not on PyPI") from exc
         return ViconDataStream.Client()
 
-    async def __aenter__(self) -> "ViconDataStreamSource":
+    async def __aenter__(self) -> ViconDataStreamSource:
         client = self._client or self._make_client()
         self._client = client
         try:

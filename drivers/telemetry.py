@@ -47,7 +47,7 @@ class MqttConfig:
     prefix: str = "aiko"
 
     @classmethod
-    def from_url(cls, url: str, ca_file: str | None = None) -> "MqttConfig":
+    def from_url(cls, url: str, ca_file: str | None = None) -> MqttConfig:
         """mqtt://[user[:password]@]host[:port][/prefix] or mqtts://... (TLS)."""
         u = urlparse(url)
         if u.scheme not in ("mqtt", "mqtts"):

@@ -16,8 +16,20 @@ from dataclasses import dataclass, fields
 from aiko.model.errors import AikoError
 
 from .dbc import DBC_NODES, STATUS_BITS, load_database, message_name
-from .protocol import (ANGLE_SCALE, DLC, EMCY_BASE, HEARTBEAT_BASE, MAX_NODE_ID, NMT_ID,
-                       RATE_SCALE, REF_BASE, STATE_BASE, SYNC_ID, Status, frame_kind)
+from .protocol import (
+    ANGLE_SCALE,
+    DLC,
+    EMCY_BASE,
+    HEARTBEAT_BASE,
+    MAX_NODE_ID,
+    NMT_ID,
+    RATE_SCALE,
+    REF_BASE,
+    STATE_BASE,
+    SYNC_ID,
+    Status,
+    frame_kind,
+)
 
 __all__ = ["Nmt", "Sync", "Emcy", "JointState", "Ref", "Heartbeat", "Frame", "encode", "decode",
            "FrameError", "UnknownFrameError", "MalformedFrameError", "FrameValueError"]

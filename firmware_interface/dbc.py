@@ -17,8 +17,21 @@ import cantools
 from cantools.database.can import Database, Message, Node, Signal
 from cantools.database.conversion import BaseConversion
 
-from .protocol import (ANGLE_SCALE, EMCY_BASE, HEARTBEAT_BASE, MAX_NODE_ID, NMT_ID, RATE_SCALE,
-                       REF_BASE, STATE_BASE, SYNC_ID, EmcyCode, Motor, NmtCommand, NodeState)
+from .protocol import (
+    ANGLE_SCALE,
+    EMCY_BASE,
+    HEARTBEAT_BASE,
+    MAX_NODE_ID,
+    NMT_ID,
+    RATE_SCALE,
+    REF_BASE,
+    STATE_BASE,
+    SYNC_ID,
+    EmcyCode,
+    Motor,
+    NmtCommand,
+    NodeState,
+)
 
 __all__ = ["DBC_PATH", "DBC_NODES", "build_database", "load_database", "message_name",
            "STATUS_BITS"]

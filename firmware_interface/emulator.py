@@ -25,9 +25,19 @@ import random
 from dataclasses import dataclass, field
 
 from .codec import Emcy, Frame, FrameError, Heartbeat, JointState, Nmt, Ref, Sync, decode
-from .protocol import (CURRENT_LIMIT_TIME, HEARTBEAT_PERIOD, JOINT_LIMIT, MAX_NODE_ID,
-                       SYNC_TIMEOUT, EmcyCode, Motor, NmtCommand, NodeState, Status,
-                       error_register_bit)
+from .protocol import (
+    CURRENT_LIMIT_TIME,
+    HEARTBEAT_PERIOD,
+    JOINT_LIMIT,
+    MAX_NODE_ID,
+    SYNC_TIMEOUT,
+    EmcyCode,
+    Motor,
+    NmtCommand,
+    NodeState,
+    Status,
+    error_register_bit,
+)
 
 __all__ = ["JointModelParams", "FaultConfig", "Outgoing", "MotorAxis", "JointModule"]
 

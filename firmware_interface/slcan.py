@@ -133,7 +133,7 @@ class SlcanAdapter:
         self._notifier: can.Notifier | None = None
         self._pump: asyncio.Task | None = None
 
-    async def __aenter__(self) -> "SlcanAdapter":
+    async def __aenter__(self) -> SlcanAdapter:
         loop = asyncio.get_running_loop()
         self._notifier = can.Notifier(self.bus, [self._reader], loop=loop)
         self._server = await asyncio.start_server(self._serve, self.host, self.requested_port)

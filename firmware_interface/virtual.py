@@ -33,7 +33,7 @@ class VirtualJointRig:
 
     @classmethod
     def with_nodes(cls, n: int, faults: dict[int, FaultConfig] | None = None,
-                   params: JointModelParams | None = None) -> "VirtualJointRig":
+                   params: JointModelParams | None = None) -> VirtualJointRig:
         faults = faults or {}
         return cls(JointModule(i, params=params or JointModelParams(),
                                faults=faults.get(i, FaultConfig())) for i in range(1, n + 1))

@@ -7,8 +7,14 @@ packages.
 from .errors import AikoError, JointReferenceError, ParameterError, StateError
 from .params import CONTACT_LAWS, DRIVES, SOLVERS, SnakeParams, SolverParams
 from .scene import SCENE_PRESETS, Peg, Scene, SceneError, Step
-from .simulation import (ConvergenceWarning, SnakeModel, SnakeState, StepStats,
-                         kernels_cached, warm_up)
+from .simulation import (
+                         ConvergenceWarning,
+                         SnakeModel,
+                         SnakeState,
+                         StepStats,
+                         kernels_cached,
+                         warm_up,
+)
 
 __all__ = [
     "AikoError", "ParameterError", "StateError", "JointReferenceError",

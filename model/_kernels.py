@@ -24,9 +24,19 @@ import math
 import numpy as np
 from numba import njit
 
-from ._chain import (NR, all_right, chol_factor, eliminations, joint_blocks, joint_rhs,
-                     joint_rhs_change, link_block, link_joints, link_velocity,
-                     propagate_left)
+from ._chain import (
+    NR,
+    all_right,
+    chol_factor,
+    eliminations,
+    joint_blocks,
+    joint_rhs,
+    joint_rhs_change,
+    link_block,
+    link_joints,
+    link_velocity,
+    propagate_left,
+)
 from .prox import _prox_disc, _prox_ellipse, _prox_ellipse_warm
 
 PAR_FIELDS = (

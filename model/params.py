@@ -138,7 +138,7 @@ class SnakeParams:
         s = self.slope
         return (-self.g * math.sin(s), 0.0, -self.g * math.cos(s))
 
-    def with_(self, **changes) -> "SnakeParams":
+    def with_(self, **changes) -> SnakeParams:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
@@ -294,6 +294,6 @@ class SolverParams:
         (:data:`DEFAULT_ALPHA`, chosen by measurement on the presets)."""
         return DEFAULT_ALPHA[self.solver] if self.alpha is None else self.alpha
 
-    def with_(self, **changes) -> "SolverParams":
+    def with_(self, **changes) -> SolverParams:
         """A copy with some fields changed."""
         return replace(self, **changes)

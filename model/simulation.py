@@ -76,7 +76,7 @@ class SnakeState:
     def n(self) -> int:
         return self.q.shape[0]
 
-    def copy(self) -> "SnakeState":
+    def copy(self) -> SnakeState:
         return SnakeState(self.t, self.q.copy(), self.u.copy(), self.P.copy(),
                           self.active.copy(), self.dP.copy())
 
@@ -96,7 +96,7 @@ class SnakeState:
                  dP=self.dP)
 
     @classmethod
-    def load(cls, path: str | Path) -> "SnakeState":
+    def load(cls, path: str | Path) -> SnakeState:
         """Read a state written by :meth:`save`; checks shapes and values."""
         try:
             with np.load(path, allow_pickle=False) as f:
@@ -147,7 +147,7 @@ class StepStats:
     def mean_iterations(self) -> float:
         return self.iterations / self.steps if self.steps else 0.0
 
-    def __iadd__(self, other: "StepStats") -> "StepStats":
+    def __iadd__(self, other: StepStats) -> StepStats:
         self.steps += other.steps
         self.iterations += other.iterations
         self.max_iterations = max(self.max_iterations, other.max_iterations)

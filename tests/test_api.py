@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 
 from aiko.control import PRESETS, references
-from aiko.model import (JointReferenceError, ParameterError, SnakeModel, SnakeParams, SnakeState,
-                        SolverParams, StateError)
+from aiko.model import (
+    JointReferenceError,
+    ParameterError,
+    SnakeModel,
+    SnakeParams,
+    SnakeState,
+    SolverParams,
+    StateError,
+)
 
 
 def test_advance_holds_references_and_equals_stepping():

@@ -9,9 +9,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiko.firmware_interface.codec import (Emcy, FrameValueError, Heartbeat, JointState,
-                                           MalformedFrameError, Nmt, Ref, Sync,
-                                           UnknownFrameError, decode, encode)
+from aiko.firmware_interface.codec import (
+    Emcy,
+    FrameValueError,
+    Heartbeat,
+    JointState,
+    MalformedFrameError,
+    Nmt,
+    Ref,
+    Sync,
+    UnknownFrameError,
+    decode,
+    encode,
+)
 from aiko.firmware_interface.dbc import DBC_PATH, build_database
 from aiko.firmware_interface.protocol import MAX_NODE_ID, Status, frame_kind
 

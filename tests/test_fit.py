@@ -10,12 +10,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from aiko.control.gait import PRESETS, references, soft_start_times
 from aiko.experiments.analysis.compare import Paths
 from aiko.experiments.analysis.fit import FitError, fit_trials, parse_bounds
-from aiko.experiments.rig.plant import PlantParams
 from aiko.experiments.analysis.replay import load_replay, replay_plant, with_friction
-from aiko.control.gait import PRESETS, references, soft_start_times
 from aiko.experiments.analysis.simulate import initial_state_for_gait
+from aiko.experiments.rig.plant import PlantParams
 from aiko.model import SnakeModel, SolverParams
 
 from .conftest import aiko_run

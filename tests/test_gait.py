@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiko.control import JOINT_LIMIT, PRESETS, Gait, GaitError, references
-from aiko.experiments.files.gait_file import get_gait, load_gait_toml
 from aiko.control.gait import SOFT_START_THRESHOLD, soft_start_times
+from aiko.experiments.files.gait_file import get_gait, load_gait_toml
 
 GOOD = """
 [gait]

@@ -11,8 +11,14 @@ import pytest
 
 from aiko.control import PRESETS
 from aiko.experiments.analysis.simulate import simulate_gait
-from aiko.model import (ConvergenceWarning, ParameterError, SnakeModel, SnakeParams,
-                        SolverParams, StateError)
+from aiko.model import (
+    ConvergenceWarning,
+    ParameterError,
+    SnakeModel,
+    SnakeParams,
+    SolverParams,
+    StateError,
+)
 
 PAPER_STEP = SolverParams(dt=0.00025, drive="explicit", u_tol=1e-8, active_tol=1e-9)
 """The paper's step: explicit drives at 0.25 ms, the solver settings they had."""

@@ -9,8 +9,15 @@ from hypothesis import strategies as st
 from aiko.model import SnakeModel, SnakeParams
 from aiko.model import _kernels as K
 from aiko.model.posture import STRAIGHT_R, posture_from_joint_angles, straight_posture
-from aiko.model.quaternion import (H, H_bar, about_axis, from_rotation_matrix, multiply,
-                                   rotation_matrix, skew)
+from aiko.model.quaternion import (
+    H,
+    H_bar,
+    about_axis,
+    from_rotation_matrix,
+    multiply,
+    rotation_matrix,
+    skew,
+)
 from aiko.model.reference import _F, _pars, dense_matrices
 
 quat = st.lists(st.floats(-1, 1), min_size=4, max_size=4).filter(

@@ -16,8 +16,15 @@ from aiko.model import ConvergenceWarning, ParameterError, SnakeModel, SnakePara
 from aiko.model.posture import posture_along
 from aiko.model.quaternion import about_axis, multiply, rotation_matrix
 from aiko.model.reference import _F, _pars, obstacle_contacts, reference_step
-from aiko.model.scene import (SCENE_PRESETS, Peg, Scene, SceneError, Step, pegs_grid,
-                              scene_from_mapping)
+from aiko.model.scene import (
+    SCENE_PRESETS,
+    Peg,
+    Scene,
+    SceneError,
+    Step,
+    pegs_grid,
+    scene_from_mapping,
+)
 from tests.test_kinematics import _moved, random_state
 
 P0 = SnakeParams()

@@ -13,12 +13,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiko.control.gait import PRESETS
-from aiko.experiments.files.gait_file import load_gait_toml
-from aiko.experiments.analysis.optimize import (INFEASIBLE, OptimizeConfig, OptimizeError,
-                                       evaluate_candidate, evaluate_point, objective_values,
-                                       pareto_front,
-                                       parse_bounds, parse_mu, parse_vary, run_optimization)
+from aiko.experiments.analysis.optimize import (
+    INFEASIBLE,
+    OptimizeConfig,
+    OptimizeError,
+    evaluate_candidate,
+    evaluate_point,
+    objective_values,
+    pareto_front,
+    parse_bounds,
+    parse_mu,
+    parse_vary,
+    run_optimization,
+)
 from aiko.experiments.analysis.optimize_run import RunFolder
+from aiko.experiments.files.gait_file import load_gait_toml
 
 SIDEWINDING = PRESETS["sidewinding"]
 
@@ -170,8 +179,9 @@ def test_on_the_simulated_aiko_the_free_play_is_in_the_score():
     modules' 4 deg of free play: measured 22.3 cm/s on the model, 22.2 on the
     simulated Aiko without play, 2.1 with it over 12 s (the realistic rig:
     2.2); the paper's preset (A_v 10 deg) keeps 10.1 of its 10.8."""
-    from aiko.experiments.files.gait_file import load_gait_toml
     from pathlib import Path
+
+    from aiko.experiments.files.gait_file import load_gait_toml
 
     fast = load_gait_toml(Path(__file__).parent.parent / "benchmarks" / "gaits" /
                           "sidewinding-fast.toml")

@@ -8,8 +8,14 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from aiko.model.prox import (_prox_ellipse_t, _prox_ellipse_warm, ellipse_newton_iterations,
-                             prox_disc, prox_ellipse, prox_normal)
+from aiko.model.prox import (
+    _prox_ellipse_t,
+    _prox_ellipse_warm,
+    ellipse_newton_iterations,
+    prox_disc,
+    prox_ellipse,
+    prox_normal,
+)
 
 coord = st.floats(-1e3, 1e3, allow_nan=False)
 axis = st.floats(0.0, 1e2, allow_nan=False)

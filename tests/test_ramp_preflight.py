@@ -10,8 +10,15 @@ from hypothesis import strategies as st
 
 from aiko.control import PRESETS, references
 from aiko.control.preflight import OMEGA_MAX, format_table, preflight, required_speed
-from aiko.control.ramp import (PEAK_SPEED_FACTOR, RAMP_DUTY, RAMP_TOLERANCE, profile,
-                               ramp_duration, ramp_peak_speed, ramp_references)
+from aiko.control.ramp import (
+    PEAK_SPEED_FACTOR,
+    RAMP_DUTY,
+    RAMP_TOLERANCE,
+    profile,
+    ramp_duration,
+    ramp_peak_speed,
+    ramp_references,
+)
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModule
 from aiko.firmware_interface.protocol import NmtCommand

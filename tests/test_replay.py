@@ -10,13 +10,13 @@ import sys
 import numpy as np
 import pytest
 
+from aiko.control import PRESETS
 from aiko.experiments.analysis.compare import Paths, compare_paths
 from aiko.experiments.analysis.delay import estimate_delay
 from aiko.experiments.analysis.replay import ReplayError, load_replay, replay_model
 from aiko.experiments.analysis.replay_files import replay_trial
-from aiko.experiments.trial.runner import TrialConfig, trial_metadata
 from aiko.experiments.files.triallog import TrialLog
-from aiko.control import PRESETS
+from aiko.experiments.trial.runner import TrialConfig, trial_metadata
 
 from .conftest import aiko_run
 

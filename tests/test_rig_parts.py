@@ -14,9 +14,13 @@ from hypothesis import strategies as st
 from aiko.control import PRESETS, references
 from aiko.drivers.clock import TrialClock, VirtualClock
 from aiko.drivers.mocap import ViconUdpSender, ViconUdpSource
+from aiko.experiments.analysis.compare import (
+    ComparisonError,
+    Paths,
+    compare_paths,
+    comparison_figure,
+)
 from aiko.experiments.rig.alignment import start_posture
-from aiko.experiments.analysis.compare import (ComparisonError, Paths, compare_paths,
-                                      comparison_figure)
 from aiko.experiments.rig.parallel_model import ParallelModel, ramped_references
 from aiko.experiments.rig.plant import MocapView, PlantParams, SimulatedAiko, euler_xyz
 from aiko.experiments.trial.processes import ChildProcesses

@@ -18,7 +18,6 @@ from aiko.experiments.analysis.compare import METRIC_KEYS
 from aiko.experiments.files.triallog import TrialLogError, read_trial
 from aiko.firmware_interface.codec import Ref, Sync, decode
 
-
 NODES = 10
 
 

@@ -9,8 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiko.control.gait import PRESETS
-from aiko.control.steering import (HeadingHold, LosGuidance, LosState, cross_track,
-                                   heading_from_links, heading_from_track, wrap_angle)
+from aiko.control.steering import (
+    HeadingHold,
+    LosGuidance,
+    LosState,
+    cross_track,
+    heading_from_links,
+    heading_from_track,
+    wrap_angle,
+)
 
 
 @given(st.floats(-50.0, 50.0))
@@ -103,9 +110,14 @@ def test_a_positive_offset_turns_the_snake_clockwise(offset_deg):
 
 
 # ------------------------------------------------------------ the loop
+from aiko.control.steering import (  # noqa: E402
+    SteeringConfig,
+    SteeringError,
+    SteeringLoop,
+    offset_room,
+    steering_loop,
+)
 from aiko.experiments.files.path_file import PathFileError, load_path_toml  # noqa: E402
-from aiko.control.steering import (SteeringConfig, SteeringError, SteeringLoop,  # noqa: E402
-                                   offset_room, steering_loop)
 
 
 def feed(loop, t0, t1, heading_deg, speed=0.05, rate=20.0, start=(0.0, 0.0)):

@@ -10,8 +10,16 @@ from aiko.control.streamer import ReferenceStreamer
 from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.can_bus import RxFrame
 from aiko.drivers.clock import VirtualClock
-from aiko.firmware_interface.codec import (Emcy, Heartbeat, JointState, Nmt, Ref, Sync, decode,
-                                           encode)
+from aiko.firmware_interface.codec import (
+    Emcy,
+    Heartbeat,
+    JointState,
+    Nmt,
+    Ref,
+    Sync,
+    decode,
+    encode,
+)
 from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
 
 

@@ -14,8 +14,14 @@ import pytest
 from aiko.control import PRESETS
 from aiko.experiments.analysis.executor import open_executor
 from aiko.experiments.analysis.export import can_messages, export_can, export_csv, trial_info
-from aiko.experiments.analysis.sweep import (SweepError, grid_points, parse_grid, run_sweep,
-                                    sweep_figure, sweep_point)
+from aiko.experiments.analysis.sweep import (
+    SweepError,
+    grid_points,
+    parse_grid,
+    run_sweep,
+    sweep_figure,
+    sweep_point,
+)
 from aiko.experiments.files.triallog import read_trial
 from aiko.model import SolverParams
 

@@ -14,9 +14,15 @@ import aiomqtt
 import pytest
 
 from aiko.drivers.clock import TrialClock, VirtualClock
-from aiko.drivers.mocap import (MocapLogger, MocapSample, MocapUnavailableError,
-                                ObjectStreamError, ViconDataStreamSource, decode_object_stream,
-                                encode_object_stream)
+from aiko.drivers.mocap import (
+    MocapLogger,
+    MocapSample,
+    MocapUnavailableError,
+    ObjectStreamError,
+    ViconDataStreamSource,
+    decode_object_stream,
+    encode_object_stream,
+)
 from aiko.drivers.telemetry import MqttConfig, MqttTelemetry, TelemetryConfigError
 from tests.test_trial import trial_with_emulator
 

@@ -21,8 +21,8 @@ from aiko.control.supervisor import NodesMissingError
 from aiko.drivers.can_bus import CanDriver
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconUdpSource, encode_object_stream
-from aiko.experiments.trial.runner import TrialConfig, dbc_attachment, run_trial, trial_metadata
 from aiko.experiments.files.triallog import TrialLog, read_trial
+from aiko.experiments.trial.runner import TrialConfig, dbc_attachment, run_trial, trial_metadata
 from aiko.firmware_interface.codec import decode
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
 from aiko.firmware_interface.protocol import NmtCommand, NodeState

@@ -155,9 +155,8 @@ def _scene(raw) -> str | None:
     floor" when it had none)."""
     if raw is None:
         return None
-    from aiko.model.scene import SceneError
-
     from aiko.experiments.files.scene_file import scene_from_json
+    from aiko.model.scene import SceneError
     try:
         return scene_from_json(raw).describe()
     except (SceneError, TypeError, ValueError) as exc:

@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aiko.model.errors import AikoError
-
 from aiko.experiments.analysis.bounds import parse_bounds_spec
 from aiko.experiments.analysis.compare import ComparisonError, Paths, compare_paths
 from aiko.experiments.analysis.replay import ReplayInput
 from aiko.experiments.analysis.replay_files import shifted, simulate_replay
+from aiko.model.errors import AikoError
 
 __all__ = ["FIT_BOUNDS", "FitError", "FitResult", "fit_trials", "parse_bounds"]
 

@@ -54,13 +54,12 @@ import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT, Gait
 from aiko.control.preflight import OMEGA_MAX, preflight
+from aiko.experiments.analysis.bounds import parse_bounds_spec
+from aiko.experiments.analysis.simulate import initial_state_for_gait, simulate_gait
+from aiko.experiments.files.scene_file import StartInsideObstacle, check_clear, scene_from_json
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
 from aiko.model.scene import Scene
-
-from aiko.experiments.analysis.bounds import parse_bounds_spec
-from aiko.experiments.files.scene_file import StartInsideObstacle, check_clear, scene_from_json
-from aiko.experiments.analysis.simulate import initial_state_for_gait, simulate_gait
 
 __all__ = ["OptimizeError", "OptimizeConfig", "DEFAULT_BOUNDS", "VARY_KEYS", "INFEASIBLE",
            "parse_vary", "parse_bounds", "parse_mu", "candidate_gait", "evaluate_candidate",
@@ -214,7 +213,6 @@ def _simulate(model: SnakeModel, g: Gait, start, duration: float, backlash_deg: 
         res = simulate_gait(model, g, duration, rate=20.0, state=start)
         return res.t, res.positions, res.work
     from aiko.control.gait import references, soft_start_times
-
     from aiko.experiments.rig.plant import drive_plant
 
     nj = model.n - 1
@@ -313,7 +311,7 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
     return row
 
 
-def evaluate_point(gait: Gait, point: dict[str, float], config: "OptimizeConfig") -> dict:
+def evaluate_point(gait: Gait, point: dict[str, float], config: OptimizeConfig) -> dict:
     """:func:`evaluate_candidate` with the search's settings."""
     return evaluate_candidate(gait, point, config.duration, config.mu, config.robust,
                               config.n, config.max_duty, config.dt, config.max_lift,

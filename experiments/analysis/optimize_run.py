@@ -23,9 +23,15 @@ from pathlib import Path
 import numpy as np
 
 from aiko.control.gait import Gait
-
-from aiko.experiments.analysis.optimize import (HISTORY_KEYS, OptimizationResult, OptimizeConfig, OptimizeError,
-                       candidate_gait, evaluate_point, run_optimization)
+from aiko.experiments.analysis.optimize import (
+    HISTORY_KEYS,
+    OptimizationResult,
+    OptimizeConfig,
+    OptimizeError,
+    candidate_gait,
+    evaluate_point,
+    run_optimization,
+)
 
 __all__ = ["RunFolder", "write_outputs", "gait_toml", "convergence_figure", "pareto_figure"]
 
@@ -63,7 +69,7 @@ class RunFolder:
     start_row: dict
 
     @classmethod
-    def open(cls, path: Path, gait: Gait, config: OptimizeConfig) -> "RunFolder":
+    def open(cls, path: Path, gait: Gait, config: OptimizeConfig) -> RunFolder:
         """Create the folder, or take up the run it holds (module docstring)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)

@@ -29,15 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
+from aiko.experiments.analysis.compare import Paths, paths_from_trial
+from aiko.experiments.files.scene_file import scene_from_json
+from aiko.experiments.files.triallog import TrialLogError, read_trial
+from aiko.experiments.rig.alignment import start_posture
+from aiko.experiments.rig.parallel_model import ParallelModel
 from aiko.model import SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
 from aiko.model.scene import Scene, SceneError
-
-from aiko.experiments.rig.alignment import start_posture
-from aiko.experiments.analysis.compare import Paths, paths_from_trial
-from aiko.experiments.rig.parallel_model import ParallelModel
-from aiko.experiments.files.scene_file import scene_from_json
-from aiko.experiments.files.triallog import TrialLogError, read_trial
 
 __all__ = ["ReplayError", "ReplayInput", "load_replay", "replay_model", "replay_plant",
            "snake_params_of", "shifted", "experiment_from"]

@@ -16,14 +16,24 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from aiko.experiments.analysis.compare import (
+    ComparisonError,
+    Paths,
+    compare_paths,
+    comparison_figure,
+)
+from aiko.experiments.analysis.delay import DelayEstimate, estimate_delay
+from aiko.experiments.analysis.replay import (
+    ReplayError,
+    ReplayInput,
+    load_replay,
+    replay_model,
+    replay_plant,
+    shifted,
+)
+from aiko.experiments.files.scene_file import load_scene
 from aiko.model import SolverParams
 from aiko.model.scene import SceneError
-
-from aiko.experiments.analysis.compare import ComparisonError, Paths, compare_paths, comparison_figure
-from aiko.experiments.analysis.delay import DelayEstimate, estimate_delay
-from aiko.experiments.analysis.replay import (ReplayError, ReplayInput, load_replay, replay_model, replay_plant,
-                     shifted)
-from aiko.experiments.files.scene_file import load_scene
 
 __all__ = ["ReplayResult", "replay_trial", "replay_trials", "simulate_replay", "summary_rows",
            "write_summary", "SUMMARY_KEYS"]

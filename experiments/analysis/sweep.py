@@ -23,12 +23,15 @@ from dataclasses import replace
 import numpy as np
 
 from aiko.control.gait import Gait
+from aiko.experiments.analysis.simulate import (
+    LINK_OF_INTEREST,
+    initial_state_for_gait,
+    simulate_gait,
+)
+from aiko.experiments.files.scene_file import check_clear
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
 from aiko.model.scene import Scene
-
-from aiko.experiments.files.scene_file import check_clear
-from aiko.experiments.analysis.simulate import LINK_OF_INTEREST, initial_state_for_gait, simulate_gait
 
 __all__ = ["SweepError", "parse_grid", "grid_points", "sweep_point", "run_sweep",
            "sweep_figure", "METRICS", "GRID_KEYS", "ROW_KEYS"]

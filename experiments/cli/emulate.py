@@ -92,20 +92,41 @@ def add_parser(sub) -> None:
 
 def cmd_emulate(args: argparse.Namespace) -> int:
     import asyncio
-    import signal
-
-    from aiko.firmware_interface.faults import faults_by_node
 
     from aiko.experiments.rig.simrig import RigConfig, SimulatedRig
+    from aiko.firmware_interface.faults import faults_by_node
 
     faults = faults_by_node(args.fault)
     for node in faults:
         if node > args.nodes:
             raise ArgError(f"aiko emulate: fault for node {node}, but only nodes 1..{args.nodes} "
                            "exist")
-    from aiko.model.scene import SceneError
+    scene = _scene(args)
+    plant = _plant(args)
+    rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
+                                 plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
+                                 mu_y=args.mu_y, scene=scene,
+                                 status_interval=args.status_interval))
+    if rig.aiko is not None:
+        from aiko.experiments.files.scene_file import check_clear
+        from aiko.model.scene import SceneError
+        try:
+            check_clear(rig.aiko.model, rig.aiko.state, "the simulated Aiko's start posture")
+        except SceneError as exc:
+            raise ArgError(f"aiko emulate: {exc}") from exc
+    out = _Output(args, scene, faults, plant is not None)
+    try:
+        asyncio.run(_serve(rig, out, args.parent_lifeline))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    out.stopped(rig)
+    return 0
 
+
+def _scene(args: argparse.Namespace):
+    """The scene of --scene or --scene-json (the flat floor without either)."""
     from aiko.experiments.files.scene_file import load_scene, scene_from_json
+    from aiko.model.scene import SceneError
     if args.scene is not None and args.scene_json is not None:
         raise ArgError("aiko emulate: give --scene or --scene-json, not both")
     try:
@@ -116,41 +137,72 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     if not scene.empty and not args.plant:
         raise ArgError("aiko emulate: --scene needs --plant (obstacles act on the simulated "
                        "Aiko's physics)")
-    plant = None
-    if args.plant:
-        plant = PlantParams(backlash_deg=args.backlash_deg, servo=args.servo,
-                            mocap_noise_mm=args.mocap_noise_mm,
-                            mocap_latency_ms=args.mocap_latency_ms, mocap_rate=args.mocap_rate,
-                            mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed,
-                            u_tol=args.u_tol, max_iter=args.max_iter,
-                            start_curve=None if args.start_curve is None
-                            else str(args.start_curve),
-                            start_joint_angles=None if args.start_joint_angles_json is None
-                            else tuple(tuple(p) for p in
-                                       json.loads(args.start_joint_angles_json)))
-        from aiko.model import kernels_cached, warm_up
-        if not kernels_cached() and not args.json_lines:
-            print("compiling the model (first run only) ...", flush=True)
-        warm_up()
-    rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
-                                 plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
-                                 mu_y=args.mu_y, scene=scene,
-                                 status_interval=args.status_interval))
-    if rig.aiko is not None:
-        from aiko.experiments.files.scene_file import check_clear
-        try:
-            check_clear(rig.aiko.model, rig.aiko.state, "the simulated Aiko's start posture")
-        except SceneError as exc:
-            raise ArgError(f"aiko emulate: {exc}") from exc
+    return scene
 
-    def emit(kind: str, data: dict) -> None:
+
+def _plant(args: argparse.Namespace) -> PlantParams | None:
+    """With --plant, the simulated Aiko's settings (the kernels compiled first)."""
+    if not args.plant:
+        return None
+    plant = PlantParams(backlash_deg=args.backlash_deg, servo=args.servo,
+                        mocap_noise_mm=args.mocap_noise_mm,
+                        mocap_latency_ms=args.mocap_latency_ms, mocap_rate=args.mocap_rate,
+                        mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed,
+                        u_tol=args.u_tol, max_iter=args.max_iter,
+                        start_curve=None if args.start_curve is None else str(args.start_curve),
+                        start_joint_angles=None if args.start_joint_angles_json is None
+                        else tuple(tuple(p) for p in json.loads(args.start_joint_angles_json)))
+    from aiko.model import kernels_cached, warm_up
+    if not kernels_cached() and not args.json_lines:
+        print("compiling the model (first run only) ...", flush=True)
+    warm_up()
+    return plant
+
+
+async def _serve(rig, out: _Output, parent_lifeline: bool) -> None:
+    """Serve the rig until SIGTERM, Ctrl-C or, with ``parent_lifeline``, the
+    end of stdin (the owner holds it: its end means the owner is gone)."""
+    import asyncio
+    import signal
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+    if not parent_lifeline:
+        await rig.run(out.ready, out.status)
+        return
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    async with asyncio.TaskGroup() as tg:
+        serving = tg.create_task(rig.run(out.ready, out.status), name="rig")
+
+        async def lifeline() -> None:
+            while await reader.read(4096):
+                pass
+            serving.cancel()
+
+        tg.create_task(lifeline(), name="lifeline")
+
+
+class _Output:
+    """What ``aiko emulate`` prints: lines for a person, or JSON lines for the
+    process that started it (``--json-lines``)."""
+
+    def __init__(self, args: argparse.Namespace, scene, faults: dict, plant: bool) -> None:
+        self.args = args
+        self.json_lines = args.json_lines
+        self.scene = scene
+        self.faults = faults
+        self.plant = plant
+
+    def emit(self, kind: str, data: dict) -> None:
         print(json.dumps({kind: data}), flush=True)
 
-    def on_ready(info: dict) -> None:
-        if args.json_lines:
-            emit("ready", info)
+    def ready(self, info: dict) -> None:
+        if self.json_lines:
+            self.emit("ready", info)
             return
-        what = "the simulated Aiko" if plant is not None else f"{args.nodes} joint modules"
+        args, scene = self.args, self.scene
+        what = "the simulated Aiko" if self.plant else f"{args.nodes} joint modules"
         print(f"aiko emulate: {what} behind an slcan adapter", flush=True)
         print(f"channel: {info['channel']}  (python-can interface 'slcan')", flush=True)
         if info["udp_target"] is not None:
@@ -161,53 +213,27 @@ def cmd_emulate(args: argparse.Namespace) -> int:
                   + f", {args.mocap_rate:g} Hz", flush=True)
         if not scene.empty:
             print(f"scene: {scene.describe()}", flush=True)
-        for node, f in sorted(faults.items()):
+        for node, f in sorted(self.faults.items()):
             print(f"fault on node {node}: {f}", flush=True)
 
-    def on_status(st: dict) -> None:
-        if args.json_lines:
-            emit("status", st)
+    def status(self, st: dict) -> None:
+        if self.json_lines:
+            self.emit("status", st)
         elif "physics_t" in st:
             print(f"t {st['t']:.0f} s: physics lag max {st['max_lag_ms']:.1f} ms, "
                   f"{st['late_updates']} late updates (> 10 ms), {st['mocap_frames']} mocap "
                   f"frames", flush=True)
 
-    async def serve() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        if args.parent_lifeline:
-            # the owner holds our stdin: its end means the owner is gone
-            reader = asyncio.StreamReader()
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-            async with asyncio.TaskGroup() as tg:
-                serving = tg.create_task(rig.run(on_ready, on_status), name="rig")
-
-                async def lifeline() -> None:
-                    while await reader.read(4096):
-                        pass
-                    serving.cancel()
-
-                tg.create_task(lifeline(), name="lifeline")
-        else:
-            await rig.run(on_ready, on_status)
-
-    try:
-        asyncio.run(serve())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
-    for m in rig.modules:
-        cmds = ", ".join(f"0x{c:02X}" for c in m.nmt_obeyed) or "none"
-        line = f"node {m.node}: {m.state.name.lower()}, NMT obeyed: {cmds}"
-        if not args.json_lines:
-            print(line, flush=True)
-    final = rig.status()
-    if args.json_lines:
-        emit("stopped", final)
-    else:
+    def stopped(self, rig) -> None:
+        final = rig.status()
+        if self.json_lines:
+            self.emit("stopped", final)
+            return
+        for m in rig.modules:
+            cmds = ", ".join(f"0x{c:02X}" for c in m.nmt_obeyed) or "none"
+            print(f"node {m.node}: {m.state.name.lower()}, NMT obeyed: {cmds}", flush=True)
         if "physics_t" in final:
             print(f"physics: {final['physics_t']:.1f} s simulated, lag max "
                   f"{final['max_lag_ms']:.1f} ms, {final['late_updates']} late updates",
                   flush=True)
         print("aiko emulate: stopped", flush=True)
-    return 0

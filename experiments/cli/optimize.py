@@ -7,7 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from aiko.experiments.cli.args import ArgError, add_executor_options, executor_args, number, positive
+from aiko.experiments.cli.args import (
+    ArgError,
+    add_executor_options,
+    executor_args,
+    number,
+    positive,
+)
 
 __all__ = ["add_parser", "cmd_optimize"]
 
@@ -71,12 +77,15 @@ def add_parser(sub) -> None:
 def cmd_optimize(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from aiko.experiments.files.gait_file import get_gait
-
     from aiko.experiments.analysis.executor import open_executor
-    from aiko.experiments.analysis.optimize import OptimizeConfig, parse_bounds, parse_mu, parse_vary
+    from aiko.experiments.analysis.optimize import (
+        OptimizeConfig,
+        parse_bounds,
+        parse_mu,
+        parse_vary,
+    )
     from aiko.experiments.analysis.optimize_run import RunFolder, write_outputs
-
+    from aiko.experiments.files.gait_file import get_gait
     from aiko.experiments.files.scene_file import load_scene, scene_json
     gait = get_gait(args.gait)
     vary = parse_vary(args.vary)

@@ -35,10 +35,9 @@ def add_parser(sub) -> None:
 def cmd_preview(args: argparse.Namespace) -> int:
     import matplotlib.pyplot as plt
 
+    from aiko.experiments.analysis.preview import preview_figure, preview_path
     from aiko.experiments.files.path_file import load_path_toml
     from aiko.model import SnakeParams
-
-    from aiko.experiments.analysis.preview import preview_figure, preview_path
 
     spec = load_path_toml(args.path)
     result = preview_path(spec.waypoints, SnakeParams(n=args.links), args.step)

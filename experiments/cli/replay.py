@@ -95,9 +95,8 @@ def _checked_scene(spec: str | None, command: str) -> str | None:
     """The --scene value, once it is known to load (a bad file fails here,
     before any trial is read)."""
     if spec is not None:
-        from aiko.model.scene import SceneError
-
         from aiko.experiments.files.scene_file import load_scene
+        from aiko.model.scene import SceneError
         try:
             load_scene(spec)
         except SceneError as exc:

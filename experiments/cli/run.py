@@ -25,6 +25,19 @@ def add_parser(sub) -> None:
                     "default) the simulated Aiko stands in for it. Ctrl-C or SIGTERM stops "
                     "safely.")
     r.add_argument("gait", metavar="GAIT", help="a preset name or a gait .toml file")
+    _add_trial_options(r)
+    _add_view_options(r)
+    _add_steering_options(r)
+    r.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
+                   help="obstacles on the floor (a scene file or a preset, pegs-grid): in the "
+                        "parallel model, in the simulated Aiko (--rig simulated, whose motion "
+                        "capture then streams each peg as peg1, peg2, ...) and in the log")
+    _add_plant_options(r)
+    r.set_defaults(func=cmd_run)
+
+
+def _add_trial_options(r) -> None:
+    """The trial, the bus, motion capture, telemetry, the log."""
     r.add_argument("--check", action="store_true",
                    help="only run the preflight: print the gait's table (joint limits, motor "
                         "speeds, ramp) and exit (0: can be followed, 1: refused)")
@@ -73,6 +86,9 @@ def add_parser(sub) -> None:
                         "goes beside it as FILE.png and FILE.json")
     r.add_argument("--no-model", action="store_true",
                    help="do not run the model in parallel (no comparison)")
+
+
+def _add_view_options(r) -> None:
     v = r.add_argument_group("watching a trial live")
     v.add_argument("--live", type=port, nargs="?", const=8765, default=None,
                    metavar="PORT",
@@ -86,6 +102,9 @@ def add_parser(sub) -> None:
                    metavar="PORT",
                    help="serve the trial to Foxglove (WebSocket protocol, default port 8766): "
                         "the links as a 3D scene, link 6, steering, status, events")
+
+
+def _add_steering_options(r) -> None:
     s = r.add_argument_group(
         "steering: close the loop through motion capture (lateral undulation)",
         "A joint offset added to every horizontal joint turns the snake; a controller sets it "
@@ -115,10 +134,9 @@ def add_parser(sub) -> None:
                         "falling back to open loop (default 1)")
     s.add_argument("--steer-window", type=positive("steer window"), default=None, metavar="S",
                    help="the heading estimate's window (default: one gait period)")
-    r.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
-                   help="obstacles on the floor (a scene file or a preset, pegs-grid): in the "
-                        "parallel model, in the simulated Aiko (--rig simulated, whose motion "
-                        "capture then streams each peg as peg1, peg2, ...) and in the log")
+
+
+def _add_plant_options(r) -> None:
     g = r.add_argument_group("the simulated Aiko (--rig simulated)")
     g.add_argument("--plant", choices=("realistic", "ideal"), default="realistic",
                    help="realistic: 4 deg free play, the modules' servo limits, 0.5 mm mocap "
@@ -141,7 +159,6 @@ def add_parser(sub) -> None:
                    help="the simulated floor's friction along the links")
     g.add_argument("--plant-mu-y", type=nonneg("plant mu-y"), default=None, metavar="MU",
                    help="the simulated floor's friction across the links")
-    r.set_defaults(func=cmd_run)
 
 
 def parse_mocap(spec: str) -> tuple[str, str | None, int | None]:
@@ -194,8 +211,8 @@ def steering_from_args(args: argparse.Namespace):
     """The SteeringConfig of --heading/--path and the --steer-* flags, or None."""
     import math
 
-    from aiko.experiments.files.path_file import load_path_toml
     from aiko.control.steering import SteeringConfig
+    from aiko.experiments.files.path_file import load_path_toml
 
     if args.heading is None and args.path is None:
         return None
@@ -211,17 +228,7 @@ def steering_from_args(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
-    from datetime import datetime
-
     from aiko.experiments.files.gait_file import get_gait
-    from aiko.control.supervisor import FaultPolicy
-    from aiko.drivers.telemetry import MqttConfig
-
-    from aiko.experiments.trial.session import SessionConfig, SessionReport, run_session
-    from aiko.experiments.trial.runner import TrialConfig, jitter_summary
-    from aiko.experiments.files.triallog import free_log_path
 
     gait = get_gait(args.gait)
     simulated = args.rig == "simulated"
@@ -229,6 +236,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         SIMULATED_DURATION if simulated else None)
     if args.check:
         return _check(gait, args.nodes, duration)
+    session = session_from_args(args, duration)
+    report, interrupted = _run(session, gait)
+    result = report.result
+    if interrupted or result is None:
+        print(f"aiko run: interrupted; joints sent to the safe state; log: {session.out}")
+        _print_comparison(report)
+        return 130
+    _print_trial(result, gait.name, args.nodes)
+    _print_rig(result, report)
+    _print_comparison(report)
+    _print_steering(report)
+    print(f"log: {session.out}")
+    if result.reason == "fault":
+        print(f"aiko run: fault: {result.fault}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def session_from_args(args: argparse.Namespace, duration: float | None):
+    """The :class:`~aiko.experiments.trial.session.SessionConfig` of ``aiko run``'s flags."""
+    from datetime import datetime
+
+    from aiko.control.supervisor import FaultPolicy
+    from aiko.drivers.telemetry import MqttConfig
+    from aiko.experiments.files.scene_file import load_scene
+    from aiko.experiments.files.triallog import free_log_path
+    from aiko.experiments.trial.runner import TrialConfig
+    from aiko.experiments.trial.session import SessionConfig
+
+    simulated = args.rig == "simulated"
     mocap_spec = args.mocap or ("vicon-udp" if simulated else "none")
     mocap_kind, mocap_host, mocap_port = parse_mocap(mocap_spec)
     if not simulated and mocap_kind == "vicon-udp" and mocap_port is None:
@@ -245,14 +282,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                          ramp_time=args.ramp_time, end=args.end, force=args.force,
                          steering=steering_from_args(args))
     out = args.out or free_log_path(f"trial-{datetime.now():%Y%m%d-%H%M%S}")
-    from aiko.experiments.files.scene_file import load_scene
     scene = load_scene(args.scene)
-    session = SessionConfig(trial=config, out=out, plant=plant_from_args(args), scene=scene,
-                            parallel_model=not args.no_model, mocap_host=mocap_host,
-                            mocap_port=mocap_port, mqtt=mqtt_cfg,
-                            live=None if args.live is None else (args.live_host, args.live),
-                            foxglove=None if args.foxglove is None
-                            else (args.live_host, args.foxglove))
+    return SessionConfig(trial=config, out=out, plant=plant_from_args(args), scene=scene,
+                         parallel_model=not args.no_model, mocap_host=mocap_host,
+                         mocap_port=mocap_port, mqtt=mqtt_cfg,
+                         live=None if args.live is None else (args.live_host, args.live),
+                         foxglove=None if args.foxglove is None
+                         else (args.live_host, args.foxglove))
+
+
+def _run(session, gait):
+    """Run the session until it ends, Ctrl-C or SIGTERM: (report, interrupted)."""
+    import asyncio
+    import signal
+
+    from aiko.experiments.trial.session import SessionReport, run_session
+
     status = StatusLine(sys.stderr.isatty())
     report = SessionReport()
 
@@ -271,15 +316,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         interrupted = True
     finally:
         status.close()
-    result = report.result
-    if interrupted or result is None:
-        print(f"aiko run: interrupted; joints sent to the safe state; log: {out}")
-        _print_comparison(report)
-        return 130
+    return report, interrupted
+
+
+def _print_trial(result, gait_name: str, nodes: int) -> None:
+    """The stream, the bus and the ramps."""
+    from aiko.experiments.trial.runner import jitter_summary
+
     st = result.stream
-    print(f"trial {result.reason}: {gait.name}, {result.duration:.1f} s, {st.periods} periods, "
+    print(f"trial {result.reason}: {gait_name}, {result.duration:.1f} s, {st.periods} periods, "
           f"{st.late} late, {st.missed} missed, STATE matched {st.states_matched} "
-          f"(unmatched {st.states_unmatched}), nodes ok {result.nodes_ok}/{args.nodes}")
+          f"(unmatched {st.states_unmatched}), nodes ok {result.nodes_ok}/{nodes}")
     js = jitter_summary(st)
     if js:
         print("period jitter p50 {jitter_p50_ms:.2f} ms, p99 {jitter_p99_ms:.2f} ms, max "
@@ -295,6 +342,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"ramp {what}: {ramp['duration']:.1f} s, peak {ramp['peak_speed'] * 57.29578:.0f} "
               f"deg/s, every joint within {ramp['max_error_deg']:.2f} deg after "
               f"{ramp['settle_periods']} more period(s)")
+
+
+def _print_rig(result, report) -> None:
+    """Link 6's last position, the simulated Aiko's lag, the parallel model."""
     if result.last_link6 is not None:
         x, y, z = result.last_link6
         print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
@@ -307,13 +358,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"parallel model: stopped during the trial: {m['stopped']}")
         else:
             print(f"parallel model: {m['samples']} samples, lag max {m['max_lag_s']:.2f} s")
-    _print_comparison(report)
-    _print_steering(report)
-    print(f"log: {out}")
-    if result.reason == "fault":
-        print(f"aiko run: fault: {result.fault}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def _check(gait, nodes: int, duration: float | None) -> int:

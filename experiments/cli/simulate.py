@@ -7,12 +7,16 @@ import math
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from aiko.experiments.cli.args import ArgError, Progress, links, nonneg, number, positive, slope
 from aiko.model.params import DRIVES, SolverParams
 
-from aiko.experiments.cli.args import ArgError, Progress, links, nonneg, number, positive, slope
+if TYPE_CHECKING:
+    from aiko.experiments.analysis.simulate import SimulationResult
+    from aiko.model import SnakeModel, SnakeParams
 
 __all__ = ["add_parser", "cmd_simulate"]
 
@@ -75,13 +79,36 @@ def add_parser(sub) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from aiko.experiments.analysis.simulate import LINK_OF_INTEREST
     from aiko.experiments.files.gait_file import get_gait
-    from aiko.experiments.analysis.simulate import LINK_OF_INTEREST, simulate_gait
-    from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams
+    from aiko.experiments.files.scene_file import load_scene
+    from aiko.model import SnakeModel
 
     if args.mu is not None and (args.mu_x is not None or args.mu_y is not None):
         raise ArgError("aiko simulate: give either --mu or --mu-x/--mu-y, not both")
     gait = get_gait(args.gait)
+    params = _params(args, gait)
+    solver = SolverParams(solver=args.solver, drive=args.drive,
+                          extrapolate=args.warm_start == "extrapolated")
+    if args.dt is not None:
+        solver = solver.with_(dt=args.dt)
+    scene = load_scene(args.scene)
+    model = SnakeModel(params, solver, scene)
+    res, compile_note = _simulate(args, model, gait)
+    if args.out is not None:
+        _write_csv(args.out, res, scene)
+    link = min(LINK_OF_INTEREST, params.n)
+    if args.figure is not None:
+        _write_figure(args.figure, res, gait, params, link, scene)
+    _print_summary(args, res, gait, model, link, compile_note)
+    return 0
+
+
+def _params(args: argparse.Namespace, gait) -> SnakeParams:
+    """The snake of --links, the friction of the gait or --mu/--mu-x/--mu-y,
+    --slope, --contact and --k-N."""
+    from aiko.model import SnakeParams
+
     mu_x = gait.mu_x if gait.mu_x is not None else SnakeParams.mu_x
     mu_y = gait.mu_y if gait.mu_y is not None else SnakeParams.mu_y
     if args.mu is not None:
@@ -92,23 +119,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                          contact=args.contact)
     if args.k_N is not None:
         params = params.with_(k_N=args.k_N)
-    solver = SolverParams(solver=args.solver, drive=args.drive,
-                          extrapolate=args.warm_start == "extrapolated")
-    if args.dt is not None:
-        solver = solver.with_(dt=args.dt)
-    from aiko.experiments.analysis.simulate import initial_state_for_gait
+    return params
 
-    from aiko.experiments.files.scene_file import check_clear, load_scene, write_scene_beside
-    scene = load_scene(args.scene)
-    model = SnakeModel(params, solver, scene)
+
+def _simulate(args: argparse.Namespace, model: SnakeModel, gait
+              ) -> tuple[SimulationResult, str]:
+    """The start state (--start-curve, --height or the gait's), checked clear of
+    the scene; the kernels loaded; the run with its progress bar. The result,
+    and a note on compiling for the summary."""
+    from aiko.experiments.analysis.simulate import initial_state_for_gait, simulate_gait
+    from aiko.experiments.files.scene_file import check_clear
+    from aiko.model import ConvergenceWarning
+
     state = None
     if args.start_curve is not None:
         from aiko.experiments.files.start_curve import load_start_curve, start_q
         if args.height:
             raise ArgError("aiko simulate: --start-curve lays the snake on the ground; "
                            "--height does not apply")
-        state = model.state_from_q(start_q(load_start_curve(args.start_curve), params, gait,
-                                           str(args.start_curve)))
+        state = model.state_from_q(start_q(load_start_curve(args.start_curve), model.params,
+                                           gait, str(args.start_curve)))
     if state is None:
         state = initial_state_for_gait(model, gait, args.height)
     check_clear(model, state, f"{gait.name}'s start posture")
@@ -121,37 +151,48 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                                 state=state, progress=progress)
         finally:
             progress.close()
-    if args.out is not None:
-        try:
-            np.savetxt(args.out, res.csv_rows(), delimiter=",", header=",".join(res.csv_header()),
-                       comments="", fmt="%.9g")
-        except OSError as exc:
-            raise ArgError(f"aiko simulate: cannot write {args.out}: {exc.strerror}") from exc
-        print(f"wrote {res.t.size} rows to {args.out}")
-        try:
-            beside = write_scene_beside(args.out, scene)
-        except OSError as exc:
-            raise ArgError(f"aiko simulate: cannot write the scene beside {args.out}: "
-                           f"{exc.strerror}") from exc
-        if beside is not None:
-            print(f"scene: {beside}")
-    link = min(LINK_OF_INTEREST, params.n)
-    if args.figure is not None:
-        from aiko.experiments.analysis.compare import Paths, comparison_figure
+    return res, compile_note
 
-        fig = comparison_figure(Paths(np.zeros(0), np.zeros((0, 3)), res.t, res.link(link)),
-                                f"{gait.name} on the model ({params.n} links, mu_x {mu_x:g}, "
-                                f"mu_y {mu_y:g}), link {link}", scene=scene,
-                                snake=res.final_state.q[:, :2])
-        try:
-            fig.savefig(args.figure, dpi=110)
-        except OSError as exc:
-            raise ArgError(f"aiko simulate: cannot write {args.figure}: {exc.strerror}") from exc
-        print(f"figure: {args.figure}")
+
+def _write_csv(out: Path, res, scene) -> None:
+    from aiko.experiments.files.scene_file import write_scene_beside
+
+    try:
+        np.savetxt(out, res.csv_rows(), delimiter=",", header=",".join(res.csv_header()),
+                   comments="", fmt="%.9g")
+    except OSError as exc:
+        raise ArgError(f"aiko simulate: cannot write {out}: {exc.strerror}") from exc
+    print(f"wrote {res.t.size} rows to {out}")
+    try:
+        beside = write_scene_beside(out, scene)
+    except OSError as exc:
+        raise ArgError(f"aiko simulate: cannot write the scene beside {out}: "
+                       f"{exc.strerror}") from exc
+    if beside is not None:
+        print(f"scene: {beside}")
+
+
+def _write_figure(path: Path, res, gait, params: SnakeParams, link: int, scene) -> None:
+    from aiko.experiments.analysis.compare import Paths, comparison_figure
+
+    fig = comparison_figure(Paths(np.zeros(0), np.zeros((0, 3)), res.t, res.link(link)),
+                            f"{gait.name} on the model ({params.n} links, mu_x {params.mu_x:g}, "
+                            f"mu_y {params.mu_y:g}), link {link}", scene=scene,
+                            snake=res.final_state.q[:, :2])
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as exc:
+        raise ArgError(f"aiko simulate: cannot write {path}: {exc.strerror}") from exc
+    print(f"figure: {path}")
+
+
+def _print_summary(args: argparse.Namespace, res, gait, model: SnakeModel, link: int,
+                   compile_note: str) -> None:
+    params, solver, scene = model.params, model.solver, model.scene
     p0, p1 = res.link(link)[0], res.link(link)[-1]
     d = p1 - p0
     st = res.stats
-    print(f"gait {gait.name}: {params.n} links, mu_x {mu_x:g}, mu_y {mu_y:g}, "
+    print(f"gait {gait.name}: {params.n} links, mu_x {params.mu_x:g}, mu_y {params.mu_y:g}, "
           f"slope {args.slope:g} deg, solver {args.solver}, dt {model.dt:g} s, "
           f"{args.drive} drives, {'extrapolated' if solver.extrapolates else 'last'} warm "
           "start" + ("" if scene.empty else f"; {scene.describe()}"))
@@ -170,7 +211,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
           f"{st.max_iterations}, unconverged steps {st.unconverged}")
     print(f"wall {res.wall_time:.2f} s, {res.us_per_step:.1f} us/step, "
           f"realtime factor {res.realtime_factor:.2f}" + compile_note)
-    return 0
 
 
 def _load_kernels() -> str:

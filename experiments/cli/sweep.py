@@ -46,10 +46,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from aiko.experiments.files.gait_file import get_gait
-
     from aiko.experiments.analysis.executor import open_executor
     from aiko.experiments.analysis.sweep import grid_points, parse_grid, run_sweep, sweep_figure
+    from aiko.experiments.files.gait_file import get_gait
 
     if not args.out.is_dir():
         raise ArgError(f"aiko sweep: --out {args.out}: no such folder")

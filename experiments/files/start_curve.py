@@ -27,11 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT, Gait, references
-from .tomlfile import number, pair, read_table
 from aiko.model import SnakeParams
 from aiko.model.errors import AikoError, StateError
-from aiko.model.posture import (joint_points_on_arc, joint_points_on_polyline,
-                                planar_joint_angles, posture_along)
+from aiko.model.posture import (
+    joint_points_on_arc,
+    joint_points_on_polyline,
+    planar_joint_angles,
+    posture_along,
+)
+
+from .tomlfile import number, pair, read_table
 
 __all__ = ["CurveError", "load_start_curve", "start_q"]
 

@@ -183,7 +183,7 @@ class TrialLog:
         self._f.close()
         self.closed = True
 
-    def __enter__(self) -> "TrialLog":
+    def __enter__(self) -> TrialLog:
         return self
 
     def __exit__(self, *exc) -> None:

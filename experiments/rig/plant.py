@@ -99,7 +99,7 @@ class PlantParams:
                 raise ParameterError(name, v, "must be a finite number >= 0")
 
     @classmethod
-    def ideal(cls, **changes) -> "PlantParams":
+    def ideal(cls, **changes) -> PlantParams:
         """Every imperfection off."""
         model = SolverParams()
         return cls(**{"backlash_deg": 0.0, "servo": "ideal", "mocap_noise_mm": 0.0,
@@ -107,7 +107,7 @@ class PlantParams:
                       "max_iter": model.max_iter, "dt": model.dt, **changes})
 
     @classmethod
-    def realistic(cls, **changes) -> "PlantParams":
+    def realistic(cls, **changes) -> PlantParams:
         """Aiko as the lab has it: 4 degrees of free play, the module's servo,
         0.5 mm of mocap noise."""
         return cls(**changes)

@@ -28,6 +28,7 @@ import numpy as np
 
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
+from aiko.experiments.rig.plant import MocapView, PlantParams, SimulatedAiko, peg_objects
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter
@@ -35,8 +36,6 @@ from aiko.model import SnakeModel, SnakeParams
 from aiko.model.errors import AikoError
 from aiko.model.posture import posture_from_joint_angles
 from aiko.model.scene import Scene
-
-from aiko.experiments.rig.plant import MocapView, PlantParams, SimulatedAiko, peg_objects
 
 __all__ = ["RigConfig", "SimulatedRig", "RigStartError"]
 

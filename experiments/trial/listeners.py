@@ -18,8 +18,20 @@ from functools import singledispatchmethod
 
 from aiko.firmware_interface.codec import frame_fields
 
-from .fanout import (EmcyReceived, Event, FrameReceived, MocapRecord, ModelSampled, PeriodSent,
-                     Record, StateReceived, Status, SteeringPeriod, TrialEnded, TrialStarted)
+from .fanout import (
+    EmcyReceived,
+    Event,
+    FrameReceived,
+    MocapRecord,
+    ModelSampled,
+    PeriodSent,
+    Record,
+    StateReceived,
+    Status,
+    SteeringPeriod,
+    TrialEnded,
+    TrialStarted,
+)
 
 __all__ = ["TrialLogListener", "PublishListener"]
 

@@ -17,10 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from aiko.model import SnakeModel
-
-from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
 from aiko.experiments.files.scene_file import scene_json
+from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
+from aiko.model import SnakeModel
 
 __all__ = ["ModelLink", "start_model_process"]
 

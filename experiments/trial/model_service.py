@@ -24,9 +24,8 @@ import numpy as np
 
 from aiko.control.gait import Gait, references
 from aiko.control.streamer import PeriodRecord
-from aiko.model import SnakeParams
-
 from aiko.experiments.rig.alignment import start_posture
+from aiko.model import SnakeParams
 
 from .fanout import Event, Fanout, ModelSampled
 from .services import GaitPeriods

@@ -126,7 +126,7 @@ class ChildProcesses:
         self.children: list[Child] = []
         self._tasks: set[asyncio.Task] = set()
 
-    async def __aenter__(self) -> "ChildProcesses":
+    async def __aenter__(self) -> ChildProcesses:
         return self
 
     async def __aexit__(self, *exc) -> None:

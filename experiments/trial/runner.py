@@ -54,18 +54,24 @@ from aiko.control.steering import SteeringConfig, steering_loop
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
 from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger
-from aiko.firmware_interface.dbc import DBC_PATH
-from aiko.model import SnakeParams
-
 from aiko.experiments.analysis.compare import Paths
 from aiko.experiments.analysis.simulate import LINK_OF_INTEREST
+from aiko.firmware_interface.dbc import DBC_PATH
+from aiko.model import SnakeParams
 
 from .fanout import Fanout, PeriodSent, TrialEnded, TrialStarted
 from .listeners import PublishListener, TrialLogListener
 from .mocap_sink import MocapSink, Steering
 from .model_service import ModelService
-from .services import (CanDispatcher, GaitPeriods, Phases, Reporter, StreamPhases, TrialDone,
-                       watch_child)
+from .services import (
+    CanDispatcher,
+    GaitPeriods,
+    Phases,
+    Reporter,
+    StreamPhases,
+    TrialDone,
+    watch_child,
+)
 
 __all__ = ["TrialConfig", "TrialResult", "run_trial", "trial_metadata", "LINK_OF_INTEREST"]
 

@@ -21,25 +21,30 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from aiko.control.gait import Gait
+from aiko.control.gait import Gait, references
 from aiko.control.preflight import Preflight, PreflightRefused, preflight
 from aiko.control.steering import SteeringError, steering_loop
 from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
+from aiko.experiments.analysis.compare import ComparisonError, compare_paths, save_comparison
+from aiko.experiments.files.scene_file import scene_json
+from aiko.experiments.files.triallog import TrialLog, check_log_path
+from aiko.experiments.rig.plant import PlantParams
+from aiko.experiments.trial.model_link import ModelLink, start_model_process
+from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
+from aiko.experiments.trial.runner import (
+    TrialConfig,
+    TrialResult,
+    dbc_attachment,
+    run_trial,
+    trial_metadata,
+)
 from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
 from aiko.model.scene import Scene
-
-from aiko.experiments.analysis.compare import ComparisonError, compare_paths, save_comparison
-from aiko.experiments.trial.model_link import ModelLink, start_model_process
-from aiko.experiments.rig.plant import PlantParams
-from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
-from aiko.experiments.files.scene_file import scene_json
-from aiko.experiments.trial.runner import TrialConfig, TrialResult, dbc_attachment, run_trial, trial_metadata
-from aiko.experiments.files.triallog import TrialLog, check_log_path
 
 __all__ = ["SessionConfig", "SessionReport", "run_session", "plant_argv", "start_plant"]
 
@@ -140,11 +145,40 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
                       status: Callable[[dict], None] | None = None) -> TrialResult:
     """Run one experiment; see the module docstring. ``say`` gets progress
     messages for the user; ``status`` the trial's status snapshots."""
+    report.out = Path(config.out)
+    params = model_params_for(config.trial, gait)
+    plant_cfg = _check(config, gait, params, report)
+    _compile(config, report, say)
+    async with ChildProcesses() as procs, contextlib.AsyncExitStack() as stack:
+        viewers = await _open_viewers(stack, config, gait, report, say)
+        clock = TrialClock()
+        mocap = await _open_mocap(stack, config, clock)
+        children, can_channel = [], config.trial.can_channel
+        if config.trial.rig == "simulated":
+            plant = await _start_simulated_aiko(procs, config, plant_cfg, params, mocap, report,
+                                                say)
+            children.append(plant)
+            can_channel = report.plant["channel"]
+        model = None
+        if config.parallel_model:
+            say("starting the parallel model ...")
+            mchild = await start_model_process(
+                procs, SnakeModel(params, SolverParams(), config.scene),
+                rate=config.trial.mocap_rate)
+            report.children[mchild.name] = mchild.pid
+            model = ModelLink(mchild, clock)
+        return await _run_logged_trial(config, gait, report, clock, can_channel, params,
+                                       mocap=mocap, model=model, children=children,
+                                       viewers=viewers, status=status)
+
+
+def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
+           report: SessionReport) -> PlantParams:
+    """The checks that cost nothing, before anything starts (a refusal leaves
+    nothing behind); the simulated Aiko's settings with a gait-shaped start
+    curve turned into its joint angles."""
     tc = config.trial
     simulated = tc.rig == "simulated"
-    report.out = Path(config.out)
-    params = model_params_for(tc, gait)
-    # checks that cost nothing come first: a refusal leaves nothing behind
     pre = report.preflight = preflight(gait, tc.nodes, tc.duration, tc.period)
     if not pre.ok:
         if not tc.force:
@@ -161,9 +195,6 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         curve = load_start_curve(plant_cfg.start_curve)
         start = start_q(curve, params, gait, source=plant_cfg.start_curve)
         if "gait" in curve:  # the gait's start posture: the plant gets its joint angles
-            from dataclasses import replace
-
-            from aiko.control.gait import references
             r0 = references(gait, 0.0, tc.nodes)
             plant_cfg = replace(plant_cfg, start_curve=None, start_joint_angles=tuple(
                 (float(a), float(b)) for a, b in r0[:, :2]))
@@ -175,105 +206,117 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
     if not simulated:
         check_interface(tc.can_interface, tc.can_channel)
     check_log_path(config.out)
-    if simulated or config.parallel_model:
-        cached = kernels_cached()
-        if not cached:
-            say("compiling the model (first run only) ...")
-        report.compile_s = warm_up()
-        report.compiled = not cached
-        if not cached:
-            say(f"compiled in {report.compile_s:.1f} s")
+    return plant_cfg
 
-    async with ChildProcesses() as procs, contextlib.AsyncExitStack() as views:
-        viewers = []
-        if config.live is not None:
-            from aiko.drivers.live import LiveView
-            live = await views.enter_async_context(LiveView(
-                *config.live, title=f"{gait.name} ({Path(config.out).stem})",
-                **_obstacles_drawn(config.scene)))
-            report.live_url = live.url
-            viewers.append(live)
-            say(f"live view: {live.url}")
-        if config.foxglove is not None:
-            from aiko.drivers.foxglove_view import FoxgloveView
-            fox = await views.enter_async_context(FoxgloveView(
-                *config.foxglove, **_obstacles_drawn(config.scene)))
-            report.foxglove_url = f"ws://{fox.host}:{fox.port}"
-            viewers.append(fox)
-            say(f"foxglove: open a connection to {report.foxglove_url}")
-        clock = TrialClock()
-        mocap = None
-        if tc.mocap.startswith("vicon-udp"):
-            mocap = ViconUdpSource(tc.mocap_subject, clock,
-                                   host=config.mocap_host or ("127.0.0.1" if simulated
-                                                              else "0.0.0.0"),
-                                   port=config.mocap_port if config.mocap_port is not None
-                                   else 0)
-        elif tc.mocap.startswith("vicon-datastream"):
-            mocap = ViconDataStreamSource(config.mocap_host, tc.mocap_subject,
-                                          tc.mocap_segment, clock)
-        if mocap is not None:
-            await mocap.__aenter__()
-        try:
-            children: list[Child] = []
-            can_channel = tc.can_channel
-            if simulated:
-                say("starting the simulated Aiko ...")
-                udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
-                plant, ready = await start_plant(procs, plant_argv(tc, plant_cfg, params, udp_port,
-                                                                   config.scene))
-                report.children[plant.name] = plant.pid
-                report.plant = ready
-                can_channel = ready["channel"]
-                children.append(plant)
-                procs.drain_stdout(plant, lambda line: _plant_line(report, line))
-            model = None
-            if config.parallel_model:
-                say("starting the parallel model ...")
-                mchild = await start_model_process(
-                    procs, SnakeModel(params, SolverParams(), config.scene),
-                    rate=tc.mocap_rate)
-                report.children[mchild.name] = mchild.pid
-                model = ModelLink(mchild, clock)
-            can_io = CanDriver.open("slcan" if simulated else tc.can_interface, can_channel,
-                                    clock, tc.bitrate)
-            async with can_io:
-                tc_run = tc if not simulated else _with_channel(tc, can_channel)
-                with TrialLog(config.out, _metadata(tc_run, gait, config),
-                              dbc_attachment()) as tlog:
-                    can_io.on_tx = lambda t, i, d: tlog.write("/can/tx", t,
-                                                              {"id": i, "data": d.hex()})
-                    tlog.write("/events", clock.now(), {"kind": "preflight", "data": {
-                        **pre.to_dict(), "forced": tc.force and not pre.ok}})
-                    for name, pid in report.children.items():
-                        tlog.write("/events", clock.now(), {"kind": "process_started",
-                                                            "data": {"name": name, "pid": pid}})
-                    telemetry = None
-                    if config.mqtt is not None:
-                        from aiko.drivers.telemetry import MqttTelemetry
-                        telemetry = MqttTelemetry(config.mqtt, Path(config.out).stem)
 
-                    def on_end(result: TrialResult) -> None:
-                        report.result = result
-                        _compare(report, result, gait, tlog, clock, config.scene)
-                        if report.metrics is not None:
-                            for v in viewers:
-                                v.publish("comparison", report.metrics)
-                        if tc.steering is not None:
-                            _steering_report(report, tlog, gait, clock)
+def _compile(config: SessionConfig, report: SessionReport, say: Callable[[str], None]) -> None:
+    """Compile the kernels (first run only) before anything starts, never during a trial."""
+    if not (config.trial.rig == "simulated" or config.parallel_model):
+        return
+    cached = kernels_cached()
+    if not cached:
+        say("compiling the model (first run only) ...")
+    report.compile_s = warm_up()
+    report.compiled = not cached
+    if not cached:
+        say(f"compiled in {report.compile_s:.1f} s")
 
-                    return await run_trial(tc_run, gait, can_io, clock, tlog,
-                                           mocap_source=mocap, telemetry=telemetry,
-                                           status=status, model=model, model_params=params,
-                                           children=children, on_end=on_end,
-                                           viewers=viewers)
-        finally:
-            if mocap is not None:
-                await mocap.__aexit__(None, None, None)
+
+async def _open_viewers(stack: contextlib.AsyncExitStack, config: SessionConfig, gait: Gait,
+                        report: SessionReport, say: Callable[[str], None]) -> list:
+    """The live page and the Foxglove server, served for the whole session."""
+    viewers: list = []
+    if config.live is not None:
+        from aiko.drivers.live import LiveView
+        live = await stack.enter_async_context(LiveView(
+            *config.live, title=f"{gait.name} ({Path(config.out).stem})",
+            **_obstacles_drawn(config.scene)))
+        report.live_url = live.url
+        viewers.append(live)
+        say(f"live view: {live.url}")
+    if config.foxglove is not None:
+        from aiko.drivers.foxglove_view import FoxgloveView
+        fox = await stack.enter_async_context(FoxgloveView(
+            *config.foxglove, **_obstacles_drawn(config.scene)))
+        report.foxglove_url = f"ws://{fox.host}:{fox.port}"
+        viewers.append(fox)
+        say(f"foxglove: open a connection to {report.foxglove_url}")
+    return viewers
+
+
+async def _open_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig, clock):
+    """The trial's motion-capture source, open (None: none)."""
+    tc = config.trial
+    mocap = None
+    if tc.mocap.startswith("vicon-udp"):
+        simulated = tc.rig == "simulated"
+        mocap = ViconUdpSource(tc.mocap_subject, clock,
+                               host=config.mocap_host or ("127.0.0.1" if simulated
+                                                          else "0.0.0.0"),
+                               port=config.mocap_port if config.mocap_port is not None else 0)
+    elif tc.mocap.startswith("vicon-datastream"):
+        mocap = ViconDataStreamSource(config.mocap_host, tc.mocap_subject,
+                                      tc.mocap_segment, clock)
+    if mocap is not None:
+        await stack.enter_async_context(mocap)
+    return mocap
+
+
+async def _start_simulated_aiko(procs: ChildProcesses, config: SessionConfig,
+                                plant_cfg: PlantParams, params: SnakeParams, mocap,
+                                report: SessionReport, say: Callable[[str], None]) -> Child:
+    """Start the simulated Aiko (its ready line into ``report.plant``, its
+    status lines after it)."""
+    say("starting the simulated Aiko ...")
+    udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
+    plant, ready = await start_plant(procs, plant_argv(config.trial, plant_cfg, params, udp_port,
+                                                       config.scene))
+    report.children[plant.name] = plant.pid
+    report.plant = ready
+    procs.drain_stdout(plant, lambda line: _plant_line(report, line))
+    return plant
+
+
+async def _run_logged_trial(config: SessionConfig, gait: Gait, report: SessionReport, clock,
+                            can_channel: str, params: SnakeParams, *, mocap, model,
+                            children: list[Child], viewers: list,
+                            status: Callable[[dict], None] | None) -> TrialResult:
+    """Open the CAN bus and the trial log, run the trial, compare at its end."""
+    tc = config.trial
+    simulated = tc.rig == "simulated"
+    can_io = CanDriver.open("slcan" if simulated else tc.can_interface, can_channel,
+                            clock, tc.bitrate)
+    async with can_io:
+        tc_run = tc if not simulated else _with_channel(tc, can_channel)
+        with TrialLog(config.out, _metadata(tc_run, gait, config), dbc_attachment()) as tlog:
+            can_io.on_tx = lambda t, i, d: tlog.write("/can/tx", t, {"id": i, "data": d.hex()})
+            pre = report.preflight
+            tlog.write("/events", clock.now(), {"kind": "preflight", "data": {
+                **pre.to_dict(), "forced": tc.force and not pre.ok}})
+            for name, pid in report.children.items():
+                tlog.write("/events", clock.now(), {"kind": "process_started",
+                                                    "data": {"name": name, "pid": pid}})
+            telemetry = None
+            if config.mqtt is not None:
+                from aiko.drivers.telemetry import MqttTelemetry
+                telemetry = MqttTelemetry(config.mqtt, Path(config.out).stem)
+
+            def on_end(result: TrialResult) -> None:
+                report.result = result
+                _compare(report, result, gait, tlog, clock, config.scene)
+                if report.metrics is not None:
+                    for v in viewers:
+                        v.publish("comparison", report.metrics)
+                if tc.steering is not None:
+                    _steering_report(report, tlog, gait, clock)
+
+            return await run_trial(tc_run, gait, can_io, clock, tlog, mocap_source=mocap,
+                                   telemetry=telemetry, status=status, model=model,
+                                   model_params=params, children=children, on_end=on_end,
+                                   viewers=viewers)
 
 
 def _with_channel(tc: TrialConfig, channel: str) -> TrialConfig:
-    from dataclasses import replace
     return replace(tc, can_interface="slcan", can_channel=channel)
 
 
@@ -285,7 +328,6 @@ def _obstacles_drawn(scene: Scene) -> dict:
 
 
 def _metadata(tc: TrialConfig, gait: Gait, config: SessionConfig) -> dict:
-    from dataclasses import asdict
     meta = trial_metadata(tc, gait)
     meta["plant"] = asdict(config.plant) if tc.rig == "simulated" else None
     meta["parallel_model"] = config.parallel_model
@@ -330,7 +372,11 @@ def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock
 
 def _steering_report(report: SessionReport, tlog, gait: Gait, clock) -> None:
     """A steered trial's metrics into the log, its figure beside it."""
-    from aiko.experiments.analysis.steering_report import save_steering_figure, steering_metrics, steering_series
+    from aiko.experiments.analysis.steering_report import (
+        save_steering_figure,
+        steering_metrics,
+        steering_series,
+    )
     from aiko.experiments.files.triallog import read_trial
 
     tlog.flush()
