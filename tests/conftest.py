@@ -1,28 +1,53 @@
 """Shared test set-up: hypothesis without deadlines (the first call of a numba
-kernel may compile or load its cache), and the simulated-rig trials that
-several test modules read (made once per test run).
+kernel may compile or load its cache), the helpers that run the `aiko` command,
+start `aiko emulate` or run a whole trial in-process, and the simulated-rig
+and emulated-module trials that test modules read (each made once per test run
+or per module). Test folders mirror the packages (tests/model for aiko.model,
+tests/experiments/trial for aiko.experiments.trial, ...); what several of them
+need lives here, imported as ``from tests.conftest import ...``.
 
 The tests stop the processes they start with Ctrl-C (SIGINT), as a user does.
 A test run started in the background by a shell without job control inherits
 SIGINT ignored, and so would every process it starts; Python's own handler is
 put back here, so the children start with SIGINT's default again."""
 
+import asyncio
 import signal
+import socket
 import subprocess
 import sys
+import time
+import uuid
 
+import can
 import pytest
 from hypothesis import settings
+
+from aiko.control import PRESETS
+from aiko.control.supervisor import NodesMissingError
+from aiko.drivers.can_bus import CanDriver
+from aiko.drivers.clock import TrialClock
+from aiko.drivers.mocap import ViconUdpSource, encode_object_stream
+from aiko.experiments.files.triallog import TrialLog, read_trial
+from aiko.experiments.trial.runner import TrialConfig, dbc_attachment, run_trial, trial_metadata
+from aiko.firmware_interface.emulator import FaultConfig, JointModule
+from aiko.firmware_interface.service import EmulatedJoints
+from aiko.model.scene import SCENE_PRESETS
 
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("aiko", deadline=None, max_examples=200)
 settings.load_profile("aiko")
 
+TRUE_MU = 0.3
+"""The floor friction of :func:`known_floor_trial` (the gait assumes 0.2)."""
+TRUE_BACKLASH_DEG = 4.0
+"""The free play of :func:`known_floor_trial`."""
+
 
 def aiko_run(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    """``aiko run ARGS``."""
+    return aiko("run", *args, timeout=timeout)
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +65,160 @@ def ideal_trial(tmp_path_factory):
     out = tmp_path_factory.mktemp("rig") / "ideal.mcap"
     run = aiko_run("sidewinding", "--plant", "ideal", "--duration", "5", "--out", str(out))
     return run, out
+
+
+async def udp_sender(port, subject, malformed_every=0, stop_after=None):
+    """A Vicon Tracker stand-in: 100 Hz datagrams, link 6 moving along y at
+    1 m/s (occluded for frames 40-49)."""
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol,
+                                                       remote_addr=("127.0.0.1", port))
+    try:
+        frame = 0
+        while stop_after is None or frame < stop_after:
+            frame += 1
+            if malformed_every and frame % malformed_every == 0:
+                transport.sendto(b"\x01\x02\x03")
+            occluded = 40 <= frame < 50
+            objs = {} if occluded else {subject: (100.0, 10.0 * frame, 52.5, 0, 0, 0)}
+            transport.sendto(encode_object_stream(frame, {"other": (0, 0, 0, 0, 0, 0), **objs}))
+            await asyncio.sleep(0.01)
+    finally:
+        transport.close()
+
+
+async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=None, mocap=False,
+                              malformed_every=0, telemetry=None, startup_timeout=1.0,
+                              steering=None, viewers=(), mocap_stop_after=None):
+    channel = f"trial-{uuid.uuid4()}"
+    node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+    pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+    clock = TrialClock()
+    faults = faults or {}
+    modules = [JointModule(i, faults=faults.get(i, FaultConfig()))
+               for i in range(1, (emulated or nodes) + 1)]
+    joints = EmulatedJoints(node_bus, modules, clock=clock.now)
+    config = TrialConfig(gait="sidewinding", nodes=nodes, duration=duration,
+                         can_interface="virtual", can_channel=channel,
+                         startup_timeout=startup_timeout, steering=steering)
+    gait = PRESETS["sidewinding"]
+    tlog = TrialLog(path, trial_metadata(config, gait), dbc_attachment())
+    can_io = CanDriver(pc_bus, clock, on_tx=lambda t, i, d: tlog.write("/can/tx", t, {
+        "id": i, "data": d.hex()}))
+    result = source = None
+    try:
+        async with asyncio.TaskGroup() as tg:
+            emulator = tg.create_task(joints.run(), name="emulator")
+            sender = None
+            async with can_io:
+                if mocap:
+                    async with ViconUdpSource("link6", clock, host="127.0.0.1", port=0) as source:
+                        sender = tg.create_task(udp_sender(source.port, "link6", malformed_every,
+                                                           mocap_stop_after), name="vicon")
+                        result = await run_trial(config, gait, can_io, clock, tlog,
+                                                 mocap_source=source, telemetry=telemetry,
+                                                 viewers=viewers)
+                else:
+                    result = await run_trial(config, gait, can_io, clock, tlog,
+                                             telemetry=telemetry, viewers=viewers)
+            await asyncio.sleep(0.05)  # let the emulator take the last frames
+            emulator.cancel()
+            if sender is not None:
+                sender.cancel()
+    except* NodesMissingError as eg:  # unwrap the TaskGroup's group for the caller
+        raise eg.exceptions[0] from None
+    finally:
+        tlog.close()
+        node_bus.shutdown()
+        pc_bus.shutdown()
+    return result, read_trial(path), modules, source
+
+
+def spawn(*args):
+    return subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def start_emulator(*extra):
+    proc = spawn("emulate", "--nodes", "3", "--port", "0", *extra)
+    for _ in range(20):
+        line = proc.stdout.readline()
+        if line.startswith("channel: "):
+            return proc, line.split()[1]
+    proc.kill()
+    raise AssertionError("aiko emulate did not start")
+
+
+def stop(proc):
+    """Stop `aiko emulate`, after giving the frames already on their way over TCP
+    (e.g. the safe-stop NMT sent just before the client exited) time to arrive."""
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    return proc.returncode, out, err
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def robot_args(channel, nodes):
+    return ["--rig", "robot", "--can-interface", "slcan", "--can-channel", channel,
+            "--nodes", str(nodes), "--no-model"]
+
+
+@pytest.fixture(scope="module")
+def undulation(tmp_path_factory):
+    """lateral-undulation (40 degrees, curved start) on ten emulated modules,
+    default fault policy, ending straight."""
+    out = tmp_path_factory.mktemp("undulation") / "trial.mcap"
+    emu, channel = start_emulator("--nodes", "10")
+    try:
+        run = aiko("run", "lateral-undulation", *robot_args(channel, 10), "--duration", "3",
+                   "--end", "straight", "--out", str(out))
+    finally:
+        code, emu_out, _ = stop(emu)
+    return run, read_trial(out), emu_out
+
+
+@pytest.fixture(scope="module")
+def known_floor_trial(tmp_path_factory):
+    """3 s of sidewinding on the realistic simulated Aiko (4 deg free play, the
+    modules' servo) on a floor of mu 0.3, the gait (and the parallel model)
+    assuming 0.2."""
+    out = tmp_path_factory.mktemp("fit") / "floor.mcap"
+    run = aiko_run("sidewinding", "--plant-mu", str(TRUE_MU), "--backlash-deg",
+                   str(TRUE_BACKLASH_DEG), "--duration", "3", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def pegs_trial(tmp_path_factory):
+    """lateral undulation, 4 s, the ideal simulated Aiko in the pegs-grid
+    field, started along the gait's curve (where the field leaves room)."""
+    d = tmp_path_factory.mktemp("pegs")
+    curve = d / "curve.toml"
+    curve.write_text("[curve]\ngait = true\n")
+    out = d / "trial.mcap"
+    run = aiko_run("lateral-undulation", "--plant", "ideal", "--duration", "4", "--scene",
+                   "pegs-grid", "--start-curve", str(curve), "--out", str(out))
+    return run, out, SCENE_PRESETS["pegs-grid"]
+
+
+@pytest.fixture(scope="module")
+def late_mocap_trial(tmp_path_factory):
+    """The ideal simulated Aiko with 150 ms of motion-capture latency injected."""
+    out = tmp_path_factory.mktemp("late") / "late.mcap"
+    run = aiko_run("sidewinding", "--plant", "ideal", "--mocap-latency-ms", "150",
+                   "--duration", "6", "--no-model", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    return out
+
+
+def aiko(*args, cwd=None, timeout=600):
+    """``aiko ARGS`` as a user types it (stdout, stderr, returncode)."""
+    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)

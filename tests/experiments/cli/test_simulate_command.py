@@ -1,18 +1,12 @@
 """`aiko simulate`: the command's contract (CSV columns, summary, errors)."""
 
 import csv
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from aiko.experiments.cli import main
-
-
-def aiko(*args):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
-                          capture_output=True, text=True, timeout=600)
+from tests.conftest import aiko
 
 
 def test_csv_has_the_contracted_columns_and_rows(tmp_path):

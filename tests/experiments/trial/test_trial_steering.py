@@ -10,8 +10,7 @@ import pytest
 
 from aiko.control import PRESETS, references
 from aiko.control.steering import SteeringConfig
-
-from .test_trial import trial_with_emulator
+from tests.conftest import trial_with_emulator
 
 
 def test_a_steered_trial_sends_the_offset_and_logs_why(tmp_path):

@@ -17,7 +17,7 @@ from aiko.experiments.analysis.replay_files import replay_trial, simulate_replay
 from aiko.experiments.files.scene_file import load_scene, scene_toml
 from aiko.experiments.files.triallog import read_trial
 from aiko.model.scene import SCENE_PRESETS, Peg, Scene, SceneError, Step
-from tests.conftest import aiko_run
+from tests.conftest import aiko, aiko_run
 
 PEGS = """\
 # two pegs beside the straight snake's middle, touching it within a second of sidewinding
@@ -32,11 +32,6 @@ y = 0.16
 radius = 0.04
 mu = 0.5
 """
-
-
-def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_scene_files_round_trip_and_fail_in_one_line(tmp_path):
@@ -58,7 +53,7 @@ def test_scene_files_round_trip_and_fail_in_one_line(tmp_path):
         load_scene(bad)
     with pytest.raises(SceneError, match="no such scene file"):
         load_scene(tmp_path / "missing.toml")
-    run = cli("simulate", "still", "--scene", str(tmp_path / "missing.toml"))
+    run = aiko("simulate", "still", "--scene", str(tmp_path / "missing.toml"))
     assert run.returncode != 0 and len(run.stderr.strip().splitlines()) == 1
 
 
@@ -66,7 +61,7 @@ def test_simulate_writes_the_scene_beside_its_csv(tmp_path):
     scene = tmp_path / "step.toml"
     scene.write_text("[[step]]\nx0 = 0.8\nheight = 0.02\n")
     out = tmp_path / "run.csv"
-    run = cli("simulate", "sidewinding", "--duration", "0.5", "--scene", str(scene),
+    run = aiko("simulate", "sidewinding", "--duration", "0.5", "--scene", str(scene),
               "--out", str(out), "--figure", str(tmp_path / "run.png"))
     assert run.returncode == 0, run.stderr
     header = out.read_text().splitlines()[0].split(",")
@@ -75,19 +70,6 @@ def test_simulate_writes_the_scene_beside_its_csv(tmp_path):
     assert load_scene(beside).steps == (Step(0.8, 0.02),)
     assert "1 step (rising 2 cm)" in run.stdout
     assert (tmp_path / "run.png").stat().st_size > 10_000
-
-
-@pytest.fixture(scope="module")
-def pegs_trial(tmp_path_factory):
-    """lateral undulation, 4 s, the ideal simulated Aiko in the pegs-grid
-    field, started along the gait's curve (where the field leaves room)."""
-    d = tmp_path_factory.mktemp("pegs")
-    curve = d / "curve.toml"
-    curve.write_text("[curve]\ngait = true\n")
-    out = d / "trial.mcap"
-    run = aiko_run("lateral-undulation", "--plant", "ideal", "--duration", "4", "--scene",
-                   "pegs-grid", "--start-curve", str(curve), "--out", str(out))
-    return run, out, SCENE_PRESETS["pegs-grid"]
 
 
 def test_a_trial_among_pegs_keeps_its_scene_and_replays_with_it(pegs_trial, tmp_path):
@@ -142,7 +124,7 @@ def test_the_simulated_rig_streams_pegs_as_fixed_objects(tmp_path):
 
 
 def test_emulate_refuses_a_scene_without_the_plant(tmp_path):
-    run = cli("emulate", "--scene", "pegs-grid")
+    run = aiko("emulate", "--scene", "pegs-grid")
     assert run.returncode == 2 and "needs --plant" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
 

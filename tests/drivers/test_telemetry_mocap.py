@@ -24,13 +24,7 @@ from aiko.drivers.mocap import (
     encode_object_stream,
 )
 from aiko.drivers.telemetry import MqttConfig, MqttTelemetry, TelemetryConfigError
-from tests.test_trial import trial_with_emulator
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import free_port, trial_with_emulator
 
 
 @pytest.fixture

@@ -19,8 +19,7 @@ from websockets.asyncio.client import connect
 
 from aiko.control.steering import SteeringConfig
 from aiko.drivers.live import LiveView, LiveViewError
-
-from .test_trial import trial_with_emulator
+from tests.conftest import trial_with_emulator
 
 
 def get(url):

@@ -28,6 +28,7 @@ from aiko.experiments.analysis.optimize import (
 )
 from aiko.experiments.analysis.optimize_run import RunFolder
 from aiko.experiments.files.gait_file import load_gait_toml
+from tests.conftest import aiko
 
 SIDEWINDING = PRESETS["sidewinding"]
 
@@ -183,7 +184,7 @@ def test_on_the_simulated_aiko_the_free_play_is_in_the_score():
 
     from aiko.experiments.files.gait_file import load_gait_toml
 
-    fast = load_gait_toml(Path(__file__).parent.parent / "benchmarks" / "gaits" /
+    fast = load_gait_toml(Path(__file__).parents[3] / "benchmarks" / "gaits" /
                           "sidewinding-fast.toml")
     point = {k: math.degrees(getattr(fast, k)) for k in ("A_h", "A_v", "delta_0")}
     model = evaluate_candidate(fast, point, 6.0)
@@ -208,11 +209,6 @@ def test_bad_requests_are_one_line_errors():
     with pytest.raises(OptimizeError, match="--objective 'fast'"):
         OptimizeConfig(vary=("A_h", "A_v"), bounds=parse_bounds(None, ["A_h", "A_v"]),
                        objective="fast")
-
-
-def aiko(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_aiko_optimize_writes_its_outputs_and_goes_on_where_it_stopped(tmp_path):

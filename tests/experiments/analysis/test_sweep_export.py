@@ -4,8 +4,6 @@ Vector ASC and BLF (read back with python-can); aiko info."""
 import csv
 import json
 import math
-import subprocess
-import sys
 
 import can
 import numpy as np
@@ -24,11 +22,7 @@ from aiko.experiments.analysis.sweep import (
 )
 from aiko.experiments.files.triallog import read_trial
 from aiko.model import SolverParams
-
-
-def aiko(*args, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+from tests.conftest import aiko
 
 
 def test_grid_specs_parse_and_bad_ones_are_named():

@@ -9,91 +9,18 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 
-import can
 import numpy as np
 import pytest
 from mcap.reader import make_reader
 
 from aiko.control import PRESETS, references
 from aiko.control.supervisor import NodesMissingError
-from aiko.drivers.can_bus import CanDriver
-from aiko.drivers.clock import TrialClock
-from aiko.drivers.mocap import ViconUdpSource, encode_object_stream
-from aiko.experiments.files.triallog import TrialLog, read_trial
-from aiko.experiments.trial.runner import TrialConfig, dbc_attachment, run_trial, trial_metadata
+from aiko.experiments.files.triallog import read_trial
 from aiko.firmware_interface.codec import decode
-from aiko.firmware_interface.emulator import FaultConfig, JointModule
+from aiko.firmware_interface.emulator import FaultConfig
 from aiko.firmware_interface.protocol import NmtCommand, NodeState
-from aiko.firmware_interface.service import EmulatedJoints
-
-
-async def udp_sender(port, subject, malformed_every=0, stop_after=None):
-    """A Vicon Tracker stand-in: 100 Hz datagrams, link 6 moving along y at
-    1 m/s (occluded for frames 40-49)."""
-    loop = asyncio.get_running_loop()
-    transport, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol,
-                                                       remote_addr=("127.0.0.1", port))
-    try:
-        frame = 0
-        while stop_after is None or frame < stop_after:
-            frame += 1
-            if malformed_every and frame % malformed_every == 0:
-                transport.sendto(b"\x01\x02\x03")
-            occluded = 40 <= frame < 50
-            objs = {} if occluded else {subject: (100.0, 10.0 * frame, 52.5, 0, 0, 0)}
-            transport.sendto(encode_object_stream(frame, {"other": (0, 0, 0, 0, 0, 0), **objs}))
-            await asyncio.sleep(0.01)
-    finally:
-        transport.close()
-
-
-async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=None, mocap=False,
-                              malformed_every=0, telemetry=None, startup_timeout=1.0,
-                              steering=None, viewers=(), mocap_stop_after=None):
-    channel = f"trial-{uuid.uuid4()}"
-    node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
-    pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
-    clock = TrialClock()
-    faults = faults or {}
-    modules = [JointModule(i, faults=faults.get(i, FaultConfig()))
-               for i in range(1, (emulated or nodes) + 1)]
-    joints = EmulatedJoints(node_bus, modules, clock=clock.now)
-    config = TrialConfig(gait="sidewinding", nodes=nodes, duration=duration,
-                         can_interface="virtual", can_channel=channel,
-                         startup_timeout=startup_timeout, steering=steering)
-    gait = PRESETS["sidewinding"]
-    tlog = TrialLog(path, trial_metadata(config, gait), dbc_attachment())
-    can_io = CanDriver(pc_bus, clock, on_tx=lambda t, i, d: tlog.write("/can/tx", t, {
-        "id": i, "data": d.hex()}))
-    result = source = None
-    try:
-        async with asyncio.TaskGroup() as tg:
-            emulator = tg.create_task(joints.run(), name="emulator")
-            sender = None
-            async with can_io:
-                if mocap:
-                    async with ViconUdpSource("link6", clock, host="127.0.0.1", port=0) as source:
-                        sender = tg.create_task(udp_sender(source.port, "link6", malformed_every,
-                                                           mocap_stop_after), name="vicon")
-                        result = await run_trial(config, gait, can_io, clock, tlog,
-                                                 mocap_source=source, telemetry=telemetry,
-                                                 viewers=viewers)
-                else:
-                    result = await run_trial(config, gait, can_io, clock, tlog,
-                                             telemetry=telemetry, viewers=viewers)
-            await asyncio.sleep(0.05)  # let the emulator take the last frames
-            emulator.cancel()
-            if sender is not None:
-                sender.cancel()
-    except* NodesMissingError as eg:  # unwrap the TaskGroup's group for the caller
-        raise eg.exceptions[0] from None
-    finally:
-        tlog.close()
-        node_bus.shutdown()
-        pc_bus.shutdown()
-    return result, read_trial(path), modules, source
+from tests.conftest import spawn, start_emulator, stop, trial_with_emulator
 
 
 def periods_in_tx(data):
@@ -186,30 +113,6 @@ def test_dropped_frames_are_counted_and_do_not_stop_the_trial(tmp_path):
     assert len(data.references()[0]) == 31
     lost = st.periods * 3 - st.states_matched
     assert 1 <= lost <= 30  # node 2 lost some SYNCs or replies; counted, not fatal
-
-
-def spawn(*args):
-    return subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def start_emulator(*extra):
-    proc = spawn("emulate", "--nodes", "3", "--port", "0", *extra)
-    for _ in range(20):
-        line = proc.stdout.readline()
-        if line.startswith("channel: "):
-            return proc, line.split()[1]
-    proc.kill()
-    raise AssertionError("aiko emulate did not start")
-
-
-def stop(proc):
-    """Stop `aiko emulate`, after giving the frames already on their way over TCP
-    (e.g. the safe-stop NMT sent just before the client exited) time to arrive."""
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=20)
-    return proc.returncode, out, err
 
 
 def test_aiko_run_against_aiko_emulate_over_slcan(tmp_path):

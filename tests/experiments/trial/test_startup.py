@@ -5,8 +5,6 @@ ramp, the preflight and --force, and set-up errors that leave nothing behind."""
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -16,8 +14,7 @@ from aiko.control import PRESETS, references
 from aiko.control.ramp import RAMP_TOLERANCE
 from aiko.experiments.files.triallog import read_trial
 from aiko.firmware_interface.protocol import EmcyCode, Status
-
-from .test_trial import spawn, start_emulator, stop
+from tests.conftest import aiko, robot_args, spawn, start_emulator, stop
 
 SATURATED = int(Status.H_SATURATED | Status.V_SATURATED)
 
@@ -36,16 +33,6 @@ start = "curved"
 """
 
 
-def aiko(*args, cwd=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
-
-
-def robot_args(channel, nodes):
-    return ["--rig", "robot", "--can-interface", "slcan", "--can-channel", channel,
-            "--nodes", str(nodes), "--no-model"]
-
-
 def phases(data):
     return [d["data"]["phase"] for _, d in data.events("phase")]
 
@@ -57,20 +44,6 @@ def states_by_phase(data):
     for t, s in data.records["/joint_state"]:
         out.setdefault(phase_of.get(s["sync_echo"], "read"), []).append((t, s))
     return out
-
-
-@pytest.fixture(scope="module")
-def undulation(tmp_path_factory):
-    """lateral-undulation (40 degrees, curved start) on ten emulated modules,
-    default fault policy, ending straight."""
-    out = tmp_path_factory.mktemp("undulation") / "trial.mcap"
-    emu, channel = start_emulator("--nodes", "10")
-    try:
-        run = aiko("run", "lateral-undulation", *robot_args(channel, 10), "--duration", "3",
-                   "--end", "straight", "--out", str(out))
-    finally:
-        code, emu_out, _ = stop(emu)
-    return run, read_trial(out), emu_out
 
 
 def test_lateral_undulation_ramps_to_its_curved_start_and_runs_to_the_end(undulation):

@@ -11,6 +11,7 @@ import numpy as np
 
 from aiko.experiments.analysis.steering_report import steering_series
 from aiko.experiments.files.triallog import read_trial
+from tests.conftest import aiko
 
 
 def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
@@ -56,11 +57,6 @@ def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
     assert "steering (heading):" in info.stdout and "of 101 periods" in info.stdout
 
 
-def aiko(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", *args],
-                          capture_output=True, text=True, timeout=120, cwd=cwd)
-
-
 def test_steering_and_viewer_requests_that_cannot_be_met_are_one_line_errors(tmp_path):
     import socket
 
@@ -82,7 +78,7 @@ def test_steering_and_viewer_requests_that_cannot_be_met_are_one_line_errors(tmp
     ]
     try:
         for args, message in cases:
-            r = aiko(*args, cwd=tmp_path)
+            r = aiko("run", *args, cwd=tmp_path, timeout=120)
             assert r.returncode == 2, (args, r.stdout, r.stderr)
             lines = r.stderr.strip().splitlines()
             assert message in lines[-1] and "Traceback" not in r.stderr, (args, r.stderr)

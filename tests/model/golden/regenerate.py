@@ -1,4 +1,4 @@
-"""Regenerate the golden trajectories: python tests/golden/regenerate.py
+"""Regenerate the golden trajectories: python tests/model/golden/regenerate.py
 
 Each file is the CSV of `aiko simulate` for a short, non-chaotic run (the
 paper's step also on the paper's rigid contact). Only

@@ -4,8 +4,6 @@ test run, and hand-made files for the bad inputs."""
 import csv
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,23 +15,7 @@ from aiko.experiments.analysis.replay import ReplayError, load_replay, replay_mo
 from aiko.experiments.analysis.replay_files import replay_trial
 from aiko.experiments.files.triallog import TrialLog
 from aiko.experiments.trial.runner import TrialConfig, trial_metadata
-
-from .conftest import aiko_run
-
-
-def aiko(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
-                          capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def late_mocap_trial(tmp_path_factory):
-    """The ideal simulated Aiko with 150 ms of motion-capture latency injected."""
-    out = tmp_path_factory.mktemp("late") / "late.mcap"
-    run = aiko_run("sidewinding", "--plant", "ideal", "--mocap-latency-ms", "150",
-                   "--duration", "6", "--no-model", "--out", str(out))
-    assert run.returncode == 0, run.stderr
-    return out
+from tests.conftest import aiko
 
 
 def test_replay_of_the_ideal_trial_reproduces_its_parallel_model(ideal_trial):

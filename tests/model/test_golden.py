@@ -1,4 +1,4 @@
-"""Short runs against stored trajectories (tests/golden, made by its
+"""Short runs against stored trajectories (tests/model/golden, made by its
 regenerate.py): a change of the model's numbers shows up here first."""
 
 import sys

@@ -25,7 +25,7 @@ from aiko.model.scene import (
     pegs_grid,
     scene_from_mapping,
 )
-from tests.test_kinematics import _moved, random_state
+from tests.model.test_kinematics import _moved, random_state
 
 P0 = SnakeParams()
 

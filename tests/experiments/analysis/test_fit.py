@@ -17,25 +17,10 @@ from aiko.experiments.analysis.replay import load_replay, replay_plant, with_fri
 from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.experiments.rig.plant import PlantParams
 from aiko.model import SnakeModel, SolverParams
+from tests.conftest import TRUE_BACKLASH_DEG, TRUE_MU
 
-from .conftest import aiko_run
-
-TRUE_MU = 0.3
-TRUE_BACKLASH_DEG = 4.0
 FIT_DT = 0.00025
 """The synthetic trial's and its fit's step (test_fit_recovers_...)."""
-
-
-@pytest.fixture(scope="module")
-def known_floor_trial(tmp_path_factory):
-    """3 s of sidewinding on the realistic simulated Aiko (4 deg free play, the
-    modules' servo) on a floor of mu 0.3, the gait (and the parallel model)
-    assuming 0.2."""
-    out = tmp_path_factory.mktemp("fit") / "floor.mcap"
-    run = aiko_run("sidewinding", "--plant-mu", str(TRUE_MU), "--backlash-deg",
-                   str(TRUE_BACKLASH_DEG), "--duration", "3", "--out", str(out))
-    assert run.returncode == 0, run.stderr
-    return out
 
 
 @pytest.fixture(scope="module")
