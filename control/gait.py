@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +89,7 @@ class Gait:
 
     def to_toml_dict(self) -> dict:
         """The gait as the TOML file's tables (degrees), e.g. for a trial log."""
-        gait = {k: math.degrees(getattr(self, k)) for k in ANGLE_KEYS}
+        gait: dict[str, Any] = {k: math.degrees(getattr(self, k)) for k in ANGLE_KEYS}
         if self.offset:
             gait["offset"] = math.degrees(self.offset)
         gait["soft_start"] = self.soft_start

@@ -98,7 +98,7 @@ class Preflight:
                 f"references beyond the joint limit ({math.degrees(self.limit):.1f} deg) would "
                 f"be clamped on joint{'s' if len(clamped) > 1 else ''} {names} (first joint "
                 f"{first.name} at t = {first.first_clamped:.2f} s, "
-                f"{math.degrees(first.value_clamped):+.1f} deg; joint {worst.name} clamped "
+                f"{math.degrees(first.value_clamped or 0.0):+.1f} deg; joint {worst.name} clamped "
                 f"{100 * worst.clamped_s / self.span:.0f} % of the time)")
         fast = self.too_fast
         if fast:
@@ -199,5 +199,5 @@ def format_table(p: Preflight, bounded: bool = True) -> list[str]:
         lines.append(f"  {joint:5d}  " + "  ".join(cells))
     lines.append(f"  ramp to the start posture from straight: {p.ramp_from_straight:.1f} s "
                  f"(fastest joint at {100 * RAMP_DUTY:.0f} % of full duty)")
-    lines.append("  verdict: " + ("can be followed" if p.ok else p.refusal))
+    lines.append(f"  verdict: {'can be followed' if p.ok else p.refusal}")
     return [line.rstrip() for line in lines]

@@ -40,8 +40,8 @@ PEAK_SPEED_FACTOR = 15.0 / 8.0
 
 def profile(tau: np.ndarray | float) -> np.ndarray:
     """Minimum-jerk progress s(tau) for tau in [0, 1] (clipped outside)."""
-    tau = np.clip(np.asarray(tau, dtype=float), 0.0, 1.0)
-    return tau ** 3 * (10.0 - 15.0 * tau + 6.0 * tau ** 2)
+    s = np.clip(np.asarray(tau, dtype=float), 0.0, 1.0)
+    return s ** 3 * (10.0 - 15.0 * s + 6.0 * s ** 2)
 
 
 def ramp_duration(start: np.ndarray, goal: np.ndarray, speed: float, period: float,

@@ -309,6 +309,7 @@ class SteeringLoop:
                 target, e, self.los_state = self.los.target(position, self.los_state)
                 segment = self.los_state.segment
             mode = "closed"
+            assert heading is not None and target is not None
             if self.mode == "closed":
                 self.integral = self.law.integrate(heading, target, self.integral, dt)
             goal = self.law.offset(heading, target, self.integral)

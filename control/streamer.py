@@ -277,7 +277,7 @@ class ReferenceStreamer:
             return RampReport(start, goal, 0.0, 0, 0.0, 0,
                               float(np.max(np.abs(goal - start), initial=0.0)))
         k0 = None
-        last = None
+        last: PeriodRecord | None = None
         done = 0
         while done < len(plan):  # row by row in time (rows of missed periods skipped)
             tick = await self._tick()
@@ -297,6 +297,7 @@ class ReferenceStreamer:
         while True:
             tick = await self._tick()
             settle_end = tick[1] + settle_timeout if settle_end is None else settle_end
+            assert last is not None  # the plan sent one period at least
             err = np.abs(self._angles(self.replies(last.counter), self.nodes) - goal)
             err = np.where(np.isnan(err), np.inf, err)
             if np.all(err <= tolerance):

@@ -42,6 +42,7 @@ import logging
 import select
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import can
 
@@ -151,7 +152,7 @@ class CanDriver:
              **kwargs) -> CanDriver:
         """Create the bus (config files ignored) and a driver that owns it."""
         check_interface(interface, channel)
-        extra = {}
+        extra: dict[str, Any] = {}
         if bitrate is not None:
             extra["bitrate"] = bitrate
         if interface == "slcan":
@@ -182,7 +183,7 @@ class CanDriver:
             bridge.on_error(exc)
 
     def _stop_reading(self) -> None:
-        if self._fd is not None:
+        if self._fd is not None and self._loop is not None:
             self._loop.remove_reader(self._fd)
             self._fd = None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from typing import Any
 
 from aiko.model.errors import AikoError
 
@@ -65,12 +66,12 @@ class FoxgloveView:
         self.steps = tuple(tuple(float(v) for v in s) for s in steps)
         self.published = 0
         self.errors = 0
-        self._server = None
+        self._server: Any = None
         self._trail_exp: list = []
         self._trail_model: list = []
         self._model_links = None
-        self._exp = None
-        self._exp_links = None
+        self._exp: tuple | None = None
+        self._exp_links: list[tuple] | None = None
         self._scene_sent = 0
 
     async def __aenter__(self) -> FoxgloveView:

@@ -28,6 +28,7 @@ import logging
 import math
 from http import HTTPStatus
 from importlib import resources
+from typing import Any
 
 from aiko.model.errors import AikoError
 
@@ -81,7 +82,7 @@ class LiveView:
         self.records: list[str] = []
         self.connections = 0
         self.disconnects = 0
-        self._server = None
+        self._server: Any = None
         self._cursors: dict[int, int] = {}
         self._changed = asyncio.Event()
         self._closing = False

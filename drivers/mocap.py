@@ -27,6 +27,7 @@ import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiko.model.errors import AikoError
 
@@ -127,7 +128,7 @@ class ViconUdpSource:
         self.malformed = 0
         self._latest: MocapSample | None = None
         self._objects: tuple[float, int, dict[str, tuple[float, float, float]]] | None = None
-        self._transport = None
+        self._transport: Any = None
 
     async def __aenter__(self) -> ViconUdpSource:
         loop = asyncio.get_running_loop()

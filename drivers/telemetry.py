@@ -128,7 +128,8 @@ class MqttTelemetry:
                 _raise_if_cancelled(exc)
                 log.warning("MQTT %s:%d unavailable: %s", c.host, c.port, exc)
             else:
-                if asyncio.current_task().cancelling():  # connected as the trial ended
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():  # connected as the trial ended
                     await _leave(client, self.disconnect_timeout)
                     _raise_if_cancelled()
                 self.connected = True

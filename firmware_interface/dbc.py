@@ -134,7 +134,9 @@ def build_database(max_node: int = DBC_NODES) -> Database:
 @lru_cache(maxsize=1)
 def load_database() -> Database:
     """The protocol database read from ``aiko_joint.dbc`` (strict checks)."""
-    return cantools.database.load_file(str(DBC_PATH), database_format="dbc", strict=True)
+    db = cantools.database.load_file(str(DBC_PATH), database_format="dbc", strict=True)
+    assert isinstance(db, cantools.database.can.Database)
+    return db
 
 
 def write_dbc(path: Path = DBC_PATH) -> None:

@@ -403,9 +403,10 @@ class JointModule:
             out += self._emcy(t, EmcyCode.SYNC_TIMEOUT, Motor.NONE)
         for k, ax in enumerate(self.axes):
             if ax.saturated:
-                if self._sat_since[k] is None:
-                    self._sat_since[k] = t
-                if not self._current_limit[k] and t - self._sat_since[k] > CURRENT_LIMIT_TIME:
+                since = self._sat_since[k]
+                if since is None:
+                    since = self._sat_since[k] = t
+                if not self._current_limit[k] and t - since > CURRENT_LIMIT_TIME:
                     self._current_limit[k] = True
                     out += self._emcy(t, EmcyCode.CURRENT_LIMIT, Motor(k))
             else:

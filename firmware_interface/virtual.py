@@ -115,6 +115,7 @@ class BusJointRig(VirtualJointRig):
             ident, data = encode(frame)
             self.node_bus.send(can.Message(arbitration_id=ident, data=data, is_extended_id=False))
             msg = self.pc_bus.recv(timeout=1.0)
+            assert msg is not None, "the virtual bus lost a frame"
             self.log.append((at, decode(msg.arbitration_id, bytes(msg.data))))
 
     def send_raw(self, arbitration_id: int, data: bytes, *, is_extended: bool = False,
@@ -123,6 +124,7 @@ class BusJointRig(VirtualJointRig):
                                      is_extended_id=is_extended, is_remote_frame=is_remote,
                                      dlc=len(data), check=False))
         msg = self.node_bus.recv(timeout=1.0)
+        assert msg is not None, "the virtual bus lost a frame"
         for m in self.modules:
             self._collect(m.receive(self.t, msg.arbitration_id, bytes(msg.data[:msg.dlc]),
                                     is_extended=msg.is_extended_id,

@@ -352,6 +352,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
     for slot, (gap, *_) in obstacles.items():
         closed[slot] = gap <= active_tol
     idx = np.flatnonzero(closed)
+    contacts = [int(c) for c in idx]   # the closed contacts as Python ints (dict keys)
     if not warm:
         P[idx] = 0.0
     # ground contacts closed in the last step and in this one: extrapolated
@@ -365,7 +366,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
     Wc = {}
     mus = {}
     link_of = {}
-    for c in idx:
+    for c in contacts:
         if c < 2 * n:
             Wc[c] = np.column_stack([mats["W_N"][:, c], mats["W_T"][:, 2 * c:2 * c + 2],
                                      mats["W_V"][:, 2 * c:2 * c + 2]])
@@ -380,7 +381,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
 
     def velocity(Pc):
         # (86) with the bilateral impulses solved directly
-        S = sum((Wc[c] @ Pc[c] for c in idx), np.zeros(6 * n))
+        S = sum((Wc[c] @ Pc[c] for c in contacts), np.zeros(6 * n))
         rhs = uA + Minv @ (h * dt + S + tau * dt)
         if n > 1:
             P_J = -np.linalg.solve(G_J, W_J.T @ rhs + offset)
@@ -393,7 +394,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         it = 0
         converged = True
         if idx.size:
-            W = np.column_stack([Wc[c][:, k] for c in idx for k in range(3)])
+            W = np.column_stack([Wc[c][:, k] for c in contacts for k in range(3)])
             v0 = velocity(P)
             now = W.T @ uA
             acc = np.empty_like(now)
@@ -423,7 +424,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
                                           <= np.abs(x[a + 1:a + 3]) * T_rel + T_abs))
                     x[a + 1:a + 3] = new
                 converged = imp_ok or res <= u_tol
-            for k, c in enumerate(idx):
+            for k, c in enumerate(contacts):
                 P[c, :3] = x[3 * k:3 * k + 3]
         uE = velocity(P)
         return _second_half(qM, uE, dt, p["L"], keep_com) + (P, active, dP, it, converged)
@@ -436,12 +437,12 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         c_N, k_g = 1.0 / gamma, dt * p["k_N"] / gamma
     else:
         c_N = k_g = 0.0
-    gap = {c: (g_N[c] if c < 2 * n else obstacles[c][0]) for c in idx}
+    gap = {c: (g_N[c] if c < 2 * n else obstacles[c][0]) for c in contacts}
     it = 0
     converged = idx.size == 0
     r = {}
     groups = (slice(0, 1), slice(1, 3), slice(3, 5))
-    for c in idx:
+    for c in contacts:
         G = Wc[c].T @ A @ Wc[c]
         d = np.diag(G)
         if kind == 0:
@@ -457,7 +458,7 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
                     P[c, sl] += EXTRAPOLATION_GAIN * dP[c, sl]
             P[c, 0] = max(P[c, 0], 0.0)
     uE = velocity(P)
-    gA = {c: Wc[c][:, 0] @ uA for c in idx}
+    gA = {c: Wc[c][:, 0] @ uA for c in contacts}
 
     def prox_group(c, gam, grp, pn):
         rN, rT, rV = r[c]
@@ -478,11 +479,11 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
         ok = True
         res = 0.0
         if kind == 2:  # normal, friction, rolling; velocities follow each
-            closed_set = set(idx)
-            for link in sorted({link_of[c] for c in idx}):  # along the chain
+            closed_set = set(contacts)
+            for link in sorted({link_of[c] for c in contacts}):  # along the chain
                 # its spheres on the ground, then its obstacle contacts by slot
                 mine = [c for c in (link, link + n) if c in closed_set] + sorted(
-                    c for c in idx if c >= 2 * n and link_of[c] == link)
+                    c for c in contacts if c >= 2 * n and link_of[c] == link)
                 for pass_ in range(link_passes):  # a link's contacts, until settled
                     local = 0.0
                     for c in mine:
@@ -500,17 +501,17 @@ def reference_step(q, u, P, active, refs, par, sol, history: list | None = None,
                     if local <= u_tol:
                         break
         else:
-            new = {c: prox_all(c, Wc[c].T @ uE) for c in idx}
-            dP = np.array([new[c] - P[c] for c in idx])
+            new = {c: prox_all(c, Wc[c].T @ uE) for c in contacts}
+            dP = np.array([new[c] - P[c] for c in contacts])
             ok = bool(np.all(np.abs(dP) <= np.abs(P[idx]) * T_rel + T_abs))
-            rr = np.array([[r[c][0], r[c][1], r[c][1], r[c][2], r[c][2]] for c in idx])
+            rr = np.array([[r[c][0], r[c][1], r[c][1], r[c][2], r[c][2]] for c in contacts])
             res = float(np.max(np.abs(dP) / rr))
-            for c in idx:
+            for c in contacts:
                 P[c] = new[c]
             uE = velocity(P)
             if kind == 0:  # (93)
-                ok = (np.linalg.norm(dP[:, 0]) + np.linalg.norm(dP[:, 1:3])
-                      + np.linalg.norm(dP[:, 3:5])) < eps
+                ok = bool((np.linalg.norm(dP[:, 0]) + np.linalg.norm(dP[:, 1:3])
+                           + np.linalg.norm(dP[:, 3:5])) < eps)
         if history is not None:
             history.append(res)
         converged = ok or res <= u_tol

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -222,7 +223,7 @@ def scene_from_mapping(data: object, name: str = "") -> Scene:
             missing = [k for k in _REQUIRED[kind] if k not in entry]
             if missing:
                 raise SceneError(item, f"missing {missing[0]!r}")
-            values = {k: (_mu(item, v) if k == "mu" else _finite(item, k, v))
+            values: dict[str, Any] = {k: (_mu(item, v) if k == "mu" else _finite(item, k, v))
                       for k, v in entry.items()}
             made[kind].append((Peg if kind == "peg" else Step)(**values))
     return Scene(tuple(made["peg"]), tuple(made["step"]), name=name)

@@ -77,6 +77,7 @@ class SnakeState:
         return self.q.shape[0]
 
     def copy(self) -> SnakeState:
+        assert self.dP is not None  # set in __post_init__
         return SnakeState(self.t, self.q.copy(), self.u.copy(), self.P.copy(),
                           self.active.copy(), self.dP.copy())
 
@@ -92,6 +93,7 @@ class SnakeState:
 
     def save(self, path: str | Path) -> None:
         """Write the state to an .npz file (no pickles)."""
+        assert self.dP is not None  # set in __post_init__
         np.savez(path, t=np.array(self.t), q=self.q, u=self.u, P=self.P, active=self.active,
                  dP=self.dP)
 
@@ -410,7 +412,8 @@ def kernels_cached() -> bool:
     step of this process loads it instead of compiling (about 25-45 s on a
     2-core machine). False when it cannot tell."""
     try:
-        return Path(K._advance._cache._cache_file._index_path).exists()
+        # numba's Dispatcher is untyped for mypy: its cache is an implementation detail
+        return Path(K._advance._cache._cache_file._index_path).exists()  # type: ignore[attr-defined]
     except (AttributeError, TypeError):  # numba internals moved: assume a compile
         return False
 

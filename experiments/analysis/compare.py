@@ -24,6 +24,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -133,8 +134,8 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
     ax_x = fig.add_subplot(grid[0, 0])
     ax_y = fig.add_subplot(grid[1, 0], sharex=ax_x)
     ax_p = fig.add_subplot(grid[:, 1])
-    exp_style = {"color": "#1f4e9c", "lw": 1.8, "label": "experiment (motion capture)"}
-    mod_style = {"color": "#d1495b", "lw": 1.8, "ls": "--", "label": model_label}
+    exp_style: dict[str, Any] = {"color": "#1f4e9c", "lw": 1.8, "label": "experiment (motion capture)"}
+    mod_style: dict[str, Any] = {"color": "#d1495b", "lw": 1.8, "ls": "--", "label": model_label}
     if not te.size:
         exp_style = {**exp_style, "label": None}
         mod_style = {**mod_style, "ls": "-"}

@@ -148,7 +148,7 @@ class _Objective:
 
     def paths(self, batch: list[dict]) -> list[list]:
         """Replays of every trial for each set of values (new ones on the executor)."""
-        todo = []
+        todo: list = []
         for values in batch:
             key = self._key(values)
             if key not in self.cache and key not in [k for k, _ in todo]:

@@ -49,6 +49,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ PERIOD = 0.1
 INFEASIBLE = 1e6
 """What the strategies are told for an infeasible candidate (plus its violation)."""
 
-PLANT_SOLVER = {"u_tol": 1e-7, "max_iter": 100}
+PLANT_SOLVER: dict[str, Any] = {"u_tol": 1e-7, "max_iter": 100}
 """The simulated Aiko's solver settings (:class:`aiko.experiments.rig.plant.PlantParams`)."""
 
 NO_MOTION_COT = 1e3
@@ -173,7 +174,7 @@ def parse_mu(spec: str | None) -> tuple[float, ...]:
 
 def candidate_gait(gait: Gait, point: dict[str, float]) -> Gait:
     """The gait with ``point`` (gait file units) applied."""
-    changes = {k: math.radians(v) for k, v in point.items()}
+    changes: dict[str, Any] = {k: math.radians(v) for k, v in point.items()}
     return replace(gait, **changes, name=f"{gait.name}-candidate")
 
 
@@ -257,12 +258,12 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
                 f"{100 * max_duty:.0f} % of its motor's {math.degrees(OMEGA_MAX):.0f} deg/s")
         row.update(violation=violation, reason=reason, wall_s=time.perf_counter() - w0)
         return row
-    frictions = list(mu) or [None]
+    frictions: list[float | None] = list(mu) or [None]
     per = []
-    for m in frictions:
-        kw = {"n": n}
-        if m is not None:
-            kw["mu_x"] = kw["mu_y"] = m
+    for mu_k in frictions:
+        kw: dict[str, Any] = {"n": n}
+        if mu_k is not None:
+            kw["mu_x"] = kw["mu_y"] = mu_k
         else:
             kw.update({k: getattr(g, k) for k in ("mu_x", "mu_y") if getattr(g, k) is not None})
         solver = SolverParams() if backlash_deg is None else SolverParams(**PLANT_SOLVER)
@@ -305,9 +306,9 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
                distance_m=float(np.mean([p["distance_m"] for p in per])),
                wall_s=time.perf_counter() - w0)
     if mu:
-        for m, p in zip(mu, per, strict=True):
-            row[f"speed@{m:g}"] = p["speed_m_s"]
-            row[f"cot@{m:g}"] = p["cot"]
+        for mu_k, res in zip(mu, per, strict=True):
+            row[f"speed@{mu_k:g}"] = res["speed_m_s"]
+            row[f"cot@{mu_k:g}"] = res["cot"]
     return row
 
 
@@ -406,6 +407,7 @@ class _Batches:
                 rows[i] = r
         out = []
         for i, (p, r) in enumerate(zip(points, rows, strict=True)):
+            assert r is not None  # from the cache or just evaluated
             row = {"evaluation": len(self.history), "generation": generation, "index": i,
                    **p, **r}
             row["objective"] = objective_values(row, self.config.objective)[0] \
@@ -425,7 +427,7 @@ class _OwnRandom:
 
     def __init__(self, seed: int) -> None:
         self._state = np.random.RandomState(seed).get_state()
-        self._outer = None
+        self._outer: Any = None
 
     def __enter__(self) -> None:
         self._outer = np.random.get_state()
@@ -474,8 +476,7 @@ def _nsga2(config: OptimizeConfig, x0: np.ndarray, batches: _Batches, budget: in
     pop_size = config.popsize or max(8, 4 * d)
     problem = Problem(n_var=d, n_obj=2, n_ieq_constr=1, xl=np.zeros(d), xu=np.ones(d))
     # the first population: the starting gait and random points around the box
-    rng = np.random.default_rng(config.seed)
-    X0 = np.vstack([x0, rng.uniform(0.0, 1.0, (pop_size - 1, d))])
+    X0 = np.vstack([x0, np.random.default_rng(config.seed).uniform(0.0, 1.0, (pop_size - 1, d))])
     algorithm = NSGA2(pop_size=pop_size, sampling=X0 if pop_size > 1 else FloatRandomSampling())
     rng = _OwnRandom(config.seed)
     with rng:

@@ -26,6 +26,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class ReplayInput:
 
 def snake_params_of(metadata: dict, nodes: int) -> SnakeParams:
     """The parallel model's snake for a trial: nodes + 1 links, the gait's friction."""
-    kw = {"n": nodes + 1}
+    kw: dict[str, Any] = {"n": nodes + 1}
     gait = metadata.get("gait", {})
     friction = gait.get("friction", {}) if isinstance(gait, dict) else {}
     for key in ("mu_x", "mu_y"):
@@ -115,7 +116,9 @@ def load_replay(path: str | Path) -> ReplayInput:
     if not data.metadata:
         raise ReplayError(str(path), "not a trial log (no 'trial' metadata)")
     meta = {k: _json_field(data.metadata, k, None) for k in data.metadata}
-    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    config = meta.get("config")
+    if not isinstance(config, dict):
+        config = {}
     nodes = config.get("nodes")
     period = config.get("period", 0.1)
     if not isinstance(nodes, int) or nodes < 1:
@@ -232,5 +235,6 @@ def replay_plant(inp: ReplayInput, params: SnakeParams | None = None,
 
 
 def with_friction(params: SnakeParams, mu_x: float | None, mu_y: float | None) -> SnakeParams:
-    changes = {k: v for k, v in (("mu_x", mu_x), ("mu_y", mu_y)) if v is not None}
+    changes: dict[str, Any] = {k: v for k, v in (("mu_x", mu_x), ("mu_y", mu_y))
+                               if v is not None}
     return replace(params, **changes) if changes else params

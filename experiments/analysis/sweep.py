@@ -19,6 +19,7 @@ import math
 import time
 import warnings
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -95,9 +96,9 @@ def grid_points(grid: dict[str, np.ndarray]) -> list[dict[str, float]]:
 
 
 def _setup(gait: Gait, point: dict, n: int) -> tuple[Gait, SnakeParams]:
-    gait_changes = {k: math.radians(v) for k, v in point.items() if k in GAIT_KEYS}
+    gait_changes: dict[str, Any] = {k: math.radians(v) for k, v in point.items() if k in GAIT_KEYS}
     g = replace(gait, **gait_changes) if gait_changes else gait
-    kw = {"n": n}
+    kw: dict[str, Any] = {"n": n}
     for key in ("mu_x", "mu_y"):
         v = getattr(gait, key)
         if v is not None:

@@ -7,6 +7,7 @@ import argparse
 import math
 import sys
 import time
+from typing import NoReturn
 
 __all__ = ["ArgError", "Parser", "number", "positive", "nonneg", "links", "slope",
            "node_count", "port", "Progress", "StatusLine"]
@@ -17,7 +18,7 @@ class ArgError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
         raise ArgError(f"{self.prog}: {message}")
 
 

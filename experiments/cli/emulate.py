@@ -166,7 +166,9 @@ async def _serve(rig, out: _Output, parent_lifeline: bool) -> None:
     import signal
 
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+    task = asyncio.current_task()
+    assert task is not None
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
     if not parent_lifeline:
         await rig.run(out.ready, out.status)
         return

@@ -306,7 +306,9 @@ def _run(session, gait):
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+        task = asyncio.current_task()
+        assert task is not None
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
         await run_session(session, gait, report, say=say, status=status)
 
     interrupted = False

@@ -37,7 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams, warm_up
+from aiko.model import (
+    ConvergenceWarning,
+    SnakeModel,
+    SnakeParams,
+    SnakeState,
+    SolverParams,
+    warm_up,
+)
 from aiko.model.errors import JointReferenceError, StateError
 
 __all__ = ["ParallelModel", "ModelSample", "ramped_references", "main"]
@@ -86,7 +93,7 @@ class ParallelModel:
         self.rate = rate
         self.limit = limit
         self.sample_steps = int(round(per_sample))
-        self.state = None
+        self.state: SnakeState | None = None
         self.t0: float | None = None
         self.i = 0                      # steps taken since t0
         self.steps = 0
@@ -137,17 +144,19 @@ class ParallelModel:
         return self._simulate_to(t_end)
 
     def _sample(self) -> ModelSample:
+        assert self.state is not None and self.t is not None, "sampled before start"
         return ModelSample(self.t, self.state.positions)
 
     def _simulate_to(self, t: float) -> list[ModelSample]:
-        dt = self.model.dt
+        assert self.t0 is not None and self.state is not None, "simulated before start"
+        t0, dt = self.t0, self.model.dt
         # every step that starts before t (its references are those in force then)
-        target = int(math.ceil((t - self.t0) / dt - 1e-9))
+        target = int(math.ceil((t - t0) / dt - 1e-9))
         out = []
         nj = self.model.n - 1
         while self.i < target:
             end = min(target, (self.i // self.sample_steps + 1) * self.sample_steps)
-            times = self.t0 + np.arange(self.i, end) * dt
+            times = t0 + np.arange(self.i, end) * dt
             if self._current is None:   # before the first period: hold still
                 refs = np.zeros((end - self.i, nj, 4))
             else:

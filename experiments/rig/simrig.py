@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import can
 import numpy as np
@@ -89,7 +90,8 @@ class SimulatedRig:
         self.config = config
         plant = config.plant
         jp = plant.joint_params() if plant is not None else None
-        self.modules = [JointModule(i, **({"params": jp} if jp is not None else {}),
+        module_kw: dict[str, Any] = {"params": jp} if jp is not None else {}
+        self.modules = [JointModule(i, **module_kw,
                                     faults=config.faults.get(i, FaultConfig()))
                         for i in range(1, config.nodes + 1)]
         self.aiko: SimulatedAiko | None = None
@@ -129,6 +131,7 @@ class SimulatedRig:
 
     def _after_tick(self, now: float) -> None:
         aiko = self.aiko
+        assert aiko is not None and self.view is not None  # hooked only with a plant
         aiko.note_motors(now)
         stop = time.monotonic() + UPDATE_BUDGET
         while aiko.advance(now, CHUNK_STEPS) and time.monotonic() < stop:
@@ -174,7 +177,7 @@ class SimulatedRig:
                 self.joints = EmulatedJoints(
                     node_bus, self.modules, clock=self.clock.now,
                     after_tick=self._after_tick if self.aiko is not None else None)
-                if self.aiko is not None:
+                if self.aiko is not None and cfg.plant is not None and self.view is not None:
                     self.sender = ViconUdpSender(cfg.udp_target, self.view.objects, self.clock,
                                                  cfg.plant.mocap_rate)
                 if on_ready is not None:

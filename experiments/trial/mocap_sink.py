@@ -47,6 +47,7 @@ class Steering:
             point = tuple(np.mean(np.asarray(list(links.values())), axis=0))
         else:
             self.tracked = self.subject
+            assert sample.position is not None  # observed only when it has one
             point = sample.position
         self.loop.observe(sample.t_receive, point)
 

@@ -80,6 +80,7 @@ class Child:
 
     async def readline(self, timeout: float | None = None) -> str | None:
         """The next line of its standard output (None at its end)."""
+        assert self.proc.stdout is not None  # started with a pipe
         coro = self.proc.stdout.readline()
         line = await (coro if timeout is None else asyncio.wait_for(coro, timeout))
         return line.decode(errors="replace").rstrip("\n") if line else None
@@ -164,6 +165,7 @@ class ChildProcesses:
         self._tasks.add(task)
 
     async def _drain_stderr(self, child: Child) -> None:
+        assert child.proc.stderr is not None  # started with a pipe
         while True:
             line = await child.proc.stderr.readline()
             if not line:

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from importlib import metadata as importlib_metadata
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -189,8 +190,8 @@ class _TrialParts:
     """The trial's services and the state they share, wired."""
 
     config: TrialConfig
-    clock: object
-    can_io: object
+    clock: Any
+    can_io: Any
     fanout: Fanout
     nodes: list[int]
     phases: Phases
@@ -200,7 +201,7 @@ class _TrialParts:
     dispatcher: CanDispatcher
     stream: StreamPhases
     mocap: MocapSink | None
-    mocap_source: object
+    mocap_source: Any
     model: ModelService | None
     mocap_logger: MocapLogger | None = None
 
@@ -216,7 +217,9 @@ class _TrialParts:
         mocap = None if mocap_source is None else MocapSink(mocap_source, fanout, steering,
                                                              want_links=viewers)
         link = LINK_OF_INTEREST
-        model_svc = None if model is None else ModelService(
+        if model is not None and model_params is None:
+            raise ValueError("a parallel model needs its model_params")
+        model_svc = None if model is None or model_params is None else ModelService(
             model, model_params, gait, periods, fanout, clock, link,
             dict if mocap is None else partial(mocap.start_markers, link))
 
@@ -272,7 +275,7 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
     """Bring up, run the tasks in one TaskGroup until one ends the trial, then
     the safe state and the result, on every way out."""
     cfg, clock, sup = parts.config, parts.clock, parts.supervisor
-    reason, fault = "completed", None
+    reason, fault = "completed", cast(TrialFault | None, None)
     t_start = clock.now()
     parts.fanout.emit(TrialStarted(t_start, parts.stream.streamer.gait.name, parts.nodes,
                                    getattr(clock, "wall_start", None), cfg.steering))
@@ -294,7 +297,7 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
         except* TrialDone:
             pass
         except* TrialFault as eg:
-            reason, fault = "fault", eg.exceptions[0]
+            reason, fault = "fault", cast(TrialFault, eg.exceptions[0])
     except asyncio.CancelledError:
         reason = "interrupted"
         raise
@@ -337,9 +340,9 @@ async def _shut_down(parts: _TrialParts, reason: str, fault: TrialFault | None,
         result.model = model.model.summary()
         model_path = model.path()
         if model_path is not None:
-            experiment = ((np.zeros(0), np.zeros((0, 3))) if parts.mocap is None
-                          else parts.mocap.path(since=t_gait0))
-            result.paths = Paths(*experiment, *model_path)
+            t_exp, p_exp = ((np.zeros(0), np.zeros((0, 3))) if parts.mocap is None
+                            else parts.mocap.path(since=t_gait0))
+            result.paths = Paths(t_exp, p_exp, *model_path)
     result.t_gait0, result.t_gait_end = t_gait0, t_gait_end
     result.ramps, result.phase = parts.stream.ramps, phases.current
     return result
@@ -366,7 +369,7 @@ def _result(reason: str, fault: TrialFault | None, parts: _TrialParts, duration:
 def jitter_summary(stats: StreamStats) -> dict:
     j = np.array(stats.jitter) * 1e3
     rt = np.array(stats.round_trips) * 1e3
-    out = {}
+    out: dict[str, float] = {}
     if j.size:
         out.update(jitter_p50_ms=float(np.percentile(j, 50)), jitter_p99_ms=float(np.percentile(j, 99)),
                    jitter_max_ms=float(j.max()))

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aiko.control.gait import Gait, references
 from aiko.control.preflight import Preflight, PreflightRefused, preflight
@@ -45,6 +46,9 @@ from aiko.experiments.trial.runner import (
 )
 from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
 from aiko.model.scene import Scene
+
+if TYPE_CHECKING:
+    from aiko.drivers.telemetry import MqttConfig
 
 __all__ = ["SessionConfig", "SessionReport", "run_session", "plant_argv", "start_plant"]
 
@@ -69,7 +73,7 @@ class SessionConfig:
     parallel_model: bool = True
     mocap_host: str | None = None
     mocap_port: int | None = None
-    mqtt: object | None = None
+    mqtt: MqttConfig | None = None
     live: tuple[str, int] | None = None        # (host, port) of the live page
     foxglove: tuple[str, int] | None = None    # (host, port) of the Foxglove server
     scene: Scene = field(default_factory=Scene)
@@ -99,7 +103,7 @@ class SessionReport:
 def model_params_for(config: TrialConfig, gait: Gait) -> SnakeParams:
     """The parallel model's snake: one link more than joint modules, the gait's
     friction."""
-    kw = {"n": config.nodes + 1}
+    kw: dict[str, Any] = {"n": config.nodes + 1}
     if gait.mu_x is not None:
         kw["mu_x"] = gait.mu_x
     if gait.mu_y is not None:
@@ -247,7 +251,7 @@ async def _open_viewers(stack: contextlib.AsyncExitStack, config: SessionConfig,
 async def _open_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig, clock):
     """The trial's motion-capture source, open (None: none)."""
     tc = config.trial
-    mocap = None
+    mocap: ViconUdpSource | ViconDataStreamSource | None = None
     if tc.mocap.startswith("vicon-udp"):
         simulated = tc.rig == "simulated"
         mocap = ViconUdpSource(tc.mocap_subject, clock,
@@ -255,6 +259,7 @@ async def _open_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig, c
                                                           else "0.0.0.0"),
                                port=config.mocap_port if config.mocap_port is not None else 0)
     elif tc.mocap.startswith("vicon-datastream"):
+        assert config.mocap_host is not None  # vicon-datastream:HOST names it
         mocap = ViconDataStreamSource(config.mocap_host, tc.mocap_subject,
                                       tc.mocap_segment, clock)
     if mocap is not None:
@@ -291,6 +296,7 @@ async def _run_logged_trial(config: SessionConfig, gait: Gait, report: SessionRe
         with TrialLog(config.out, _metadata(tc_run, gait, config), dbc_attachment()) as tlog:
             can_io.on_tx = lambda t, i, d: tlog.write("/can/tx", t, {"id": i, "data": d.hex()})
             pre = report.preflight
+            assert pre is not None  # _check ran it
             tlog.write("/events", clock.now(), {"kind": "preflight", "data": {
                 **pre.to_dict(), "forced": tc.force and not pre.ok}})
             for name, pid in report.children.items():
@@ -387,7 +393,7 @@ def _steering_report(report: SessionReport, tlog, gait: Gait, clock) -> None:
             return
         report.steering = steering_metrics(series)
         t, p = data.mocap()
-        t0 = report.result.t_gait0
+        t0 = report.result.t_gait0 if report.result is not None else None
         keep = t >= (t0 if t0 is not None else -float("inf"))
         report.steering_figure = save_steering_figure(
             tlog.path, series, f"{gait.name}: steering ({Path(tlog.path).stem})",
