@@ -288,12 +288,12 @@ def evaluate_candidate(gait: Gait, point: dict[str, float], duration: float,
                                 p.L_SC))
         except _Tumbled as exc:
             row.update(violation=1.0 + exc.lift / exc.limit, wall_s=time.perf_counter() - w0,
-                       reason=f"tumbled: {exc}" + (f" (mu {m:g})" if m is not None else ""))
+                       reason=f"tumbled: {exc}" + (f" (mu {mu_k:g})" if mu_k is not None else ""))
             return row
         except (AikoError, FloatingPointError, ValueError, ZeroDivisionError) as exc:
             row.update(violation=1.0, wall_s=time.perf_counter() - w0,
                        reason=f"diverged: {type(exc).__name__}: {exc}"
-                       + (f" (mu {m:g})" if m is not None else ""))
+                       + (f" (mu {mu_k:g})" if mu_k is not None else ""))
             return row
     speeds = [p["speed_m_s"] for p in per]
     cots = [p["cot"] for p in per]
