@@ -186,11 +186,17 @@ def undulation(tmp_path_factory):
 @pytest.fixture(scope="module")
 def known_floor_trial(tmp_path_factory):
     """3 s of sidewinding on the realistic simulated Aiko (4 deg free play, the
-    modules' servo) on a floor of mu 0.3, the gait (and the parallel model)
-    assuming 0.2."""
+    modules' servo) on a floor of mu 0.3, the gait assuming 0.2. Without the
+    parallel model: a fit needs only the experiment, and on two cores the
+    model's process takes CPU from the simulated Aiko, whose physics then
+    falls behind in the free play's start transient (its first 0.5 s cost
+    1.1-1.5 s of one core at 0.5 ms steps, 52 sweeps a step) and its motion
+    capture reports positions up to 0.5 s old as fresh. Measured, the rig-trial
+    fit (budget 30) with the model beside it: 1.45- to 2.23-fold in six
+    trials; without: 2.6- to 4.8-fold in three."""
     out = tmp_path_factory.mktemp("fit") / "floor.mcap"
     run = aiko_run("sidewinding", "--plant-mu", str(TRUE_MU), "--backlash-deg",
-                   str(TRUE_BACKLASH_DEG), "--duration", "3", "--out", str(out))
+                   str(TRUE_BACKLASH_DEG), "--duration", "3", "--no-model", "--out", str(out))
     assert run.returncode == 0, run.stderr
     return out
 
