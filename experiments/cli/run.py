@@ -83,7 +83,7 @@ def _add_trial_options(r) -> None:
                    metavar="S", help="wait this long for every node's heartbeat (default 2)")
     r.add_argument("--out", type=Path, default=None, metavar="FILE.mcap",
                    help="trial log (default trial-YYYYmmdd-HHMMSS.mcap); the comparison "
-                        "goes beside it as FILE.png and FILE.json")
+                        "goes beside it as FILE.png and FILE.json; its folder must exist")
     r.add_argument("--no-model", action="store_true",
                    help="do not run the model in parallel (no comparison)")
 
@@ -353,7 +353,8 @@ def _print_rig(result, report) -> None:
         print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
     if report.plant.get("max_lag_ms") is not None:
         print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms, "
-              f"{report.plant.get('late_updates', 0)} late updates (> 10 ms)")
+              f"{report.plant.get('late_updates', 0)} late updates (> 10 ms), "
+              f"{report.plant.get('mocap_withheld', 0)} mocap frames withheld while behind")
     m = result.model
     if m:
         if m.get("stopped"):
