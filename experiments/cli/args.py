@@ -7,14 +7,33 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["ArgError", "Parser", "number", "positive", "nonneg", "links", "slope",
+__all__ = ["ArgError", "Parser", "out_folder", "OUT_FOLDER_HELP", "number", "positive", "nonneg", "links", "slope",
            "node_count", "port", "Progress", "StatusLine"]
 
 
 class ArgError(Exception):
     """A usage error: printed as one line, exit status 2."""
+
+
+OUT_FOLDER_HELP = "created with its parents if it does not exist"
+"""What every --out DIR help says of a folder that is not there yet."""
+
+
+def out_folder(command: str, path: Path) -> Path:
+    """``--out DIR`` of a command that writes a folder: made, with its parents,
+    if it does not exist; a file in its place or a folder that cannot be made
+    is a one-line error (``ArgError``)."""
+    if path.exists() and not path.is_dir():
+        raise ArgError(f"aiko {command}: --out {path}: not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ArgError(f"aiko {command}: --out {path}: cannot make the folder "
+                       f"({exc.strerror})") from None
+    return path
 
 
 class Parser(argparse.ArgumentParser):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from aiko.experiments.cli.args import ArgError
+from aiko.experiments.cli.args import OUT_FOLDER_HELP, ArgError, out_folder
 
 __all__ = ["add_parser", "cmd_export"]
 
@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
     e.add_argument("trial", type=Path, metavar="TRIAL.mcap")
     e.add_argument("--format", choices=("csv", "asc", "blf"), default="csv")
     e.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
-                   help="folder for the files (default: here)")
+                   help=f"folder for the files (default: here; {OUT_FOLDER_HELP})")
     e.set_defaults(func=cmd_export)
 
 
@@ -29,11 +29,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     from aiko.experiments.analysis.export import export_can, export_csv
     from aiko.experiments.files.triallog import read_trial
 
-    if not args.out.is_dir():
-        raise ArgError(f"aiko export: --out {args.out}: no such folder")
     data = read_trial(args.trial)
     if not data.metadata:
         raise ArgError(f"aiko export: {args.trial}: not a trial log (no 'trial' metadata)")
+    out_folder("export", args.out)
     stem = args.trial.stem
     if data.truncated:
         print(f"{args.trial}: the file ends early (a killed run); exporting what it holds")

@@ -7,7 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from aiko.experiments.cli.args import ArgError, add_executor_options, executor_args, positive
+from aiko.experiments.cli.args import (
+    OUT_FOLDER_HELP,
+    add_executor_options,
+    executor_args,
+    out_folder,
+    positive,
+)
 from aiko.experiments.cli.replay import add_solver_options
 
 __all__ = ["add_parser", "cmd_fit"]
@@ -36,7 +42,8 @@ def add_parser(sub) -> None:
     f.add_argument("--budget", type=positive("budget"), default=60, metavar="N",
                    help="evaluations at most (default 60)")
     add_executor_options(f)
-    f.add_argument("--out", type=Path, default=Path("."), metavar="DIR")
+    f.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
+                   help=f"folder for fit.json and the figures (default: here; {OUT_FOLDER_HELP})")
     f.set_defaults(func=cmd_fit)
 
 
@@ -48,11 +55,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from aiko.experiments.analysis.replay_files import shifted, simulate_replay
     from aiko.experiments.cli.args import Progress
 
-    if not args.out.is_dir():
-        raise ArgError(f"aiko fit: --out {args.out}: no such folder")
     names = [n.strip() for n in args.params.split(",") if n.strip()]
     bounds = parse_bounds(args.bounds, names)
     inputs = [load_replay(p) for p in args.trials]
+    out_folder("fit", args.out)
     progress = Progress(args.budget, sys.stderr.isatty())
     with open_executor(*executor_args(args)) as ex:
         res = fit_trials(inputs, names, bounds=bounds, servo=args.servo, u_tol=args.u_tol,

@@ -70,7 +70,8 @@ def add_parser(sub) -> None:
                         "preset, pegs-grid)")
     add_executor_options(s)
     s.add_argument("--out", type=Path, required=True, metavar="DIR",
-                   help="the run's folder (created; an existing run there is continued)")
+                   help="the run's folder (created with its parents if it does not exist; an "
+                        "existing run there is continued)")
     s.set_defaults(func=cmd_optimize)
 
 

@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
     p.add_argument("path", type=Path, metavar="PATH.toml",
                    help="[path] waypoints = [[x, y], ...] m (the format of aiko run --path)")
     p.add_argument("--out", type=Path, default=None, metavar="FILE.png",
-                   help="the figure (default: PATH-preview.png beside the path file)")
+                   help="the figure (default: PATH-preview.png beside the path file); its "
+                        "folder must exist")
     p.add_argument("--step", type=positive("step"), default=0.01, metavar="M",
                    help="the head's straight moves, m (default 0.01)")
     p.add_argument("--every", type=positive("every"), default=0.25, metavar="M",

@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from aiko.experiments.cli.args import ArgError, nonneg, positive
+from aiko.experiments.cli.args import OUT_FOLDER_HELP, ArgError, nonneg, out_folder, positive
 
 __all__ = ["add_parser", "cmd_replay", "add_model_options", "add_solver_options",
            "replay_options"]
@@ -71,7 +71,7 @@ def add_parser(sub) -> None:
                    help="motion capture's delay behind the commands, s; auto: estimate it "
                         "from the data (default 0)")
     r.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
-                   help="where the figures, JSON and summary go (default: here)")
+                   help=f"where the figures, JSON and summary go (default: here; {OUT_FOLDER_HELP})")
     r.add_argument("--tag", default=None, metavar="TEXT",
                    help="name the outputs TRIAL-replay-TEXT.png/.json (to keep replays with "
                         "other parameters apart)")
@@ -109,10 +109,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     opts = replay_options(args, "replay")
     out = args.out
-    if not out.is_dir():
-        raise ArgError(f"aiko replay: --out {out}: no such folder")
     if args.tag is not None and not args.tag.replace("-", "").replace("_", "").isalnum():
         raise ArgError(f"aiko replay: --tag {args.tag!r}: letters, digits, - and _ only")
+    out_folder("replay", out)
     results = replay_trials(args.trials, out=out, delay=args.delay, tag=args.tag, **opts)
     for r in results:
         if r.error is not None:

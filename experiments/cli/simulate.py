@@ -71,9 +71,11 @@ def add_parser(sub) -> None:
                    help="obstacles on the floor: a scene file ([[peg]] x, y, radius, mu; "
                         "[[step]] x0, height, mu) or a preset (pegs-grid)")
     s.add_argument("--out", type=Path, metavar="FILE.csv",
-                   help="write samples as CSV (and the scene beside it, FILE.scene.toml)")
+                   help="write samples as CSV (and the scene beside it, FILE.scene.toml); its "
+                        "folder must exist")
     s.add_argument("--figure", type=Path, metavar="FILE.png",
-                   help="draw link 6's x(t), y(t) and path (the figure of trials and replays)")
+                   help="draw link 6's x(t), y(t) and path (the figure of trials and replays); "
+                        "its folder must exist")
     s.set_defaults(func=cmd_simulate)
 
 

@@ -7,7 +7,13 @@ import csv
 import sys
 from pathlib import Path
 
-from aiko.experiments.cli.args import ArgError, add_executor_options, executor_args, positive
+from aiko.experiments.cli.args import (
+    OUT_FOLDER_HELP,
+    add_executor_options,
+    executor_args,
+    out_folder,
+    positive,
+)
 
 __all__ = ["add_parser", "cmd_sweep"]
 
@@ -29,7 +35,8 @@ def add_parser(sub) -> None:
     add_executor_options(s)
     s.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
                    help="obstacles on the floor for every point (a scene file or a preset)")
-    s.add_argument("--out", type=Path, default=Path("."), metavar="DIR")
+    s.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
+                   help=f"folder for the table and the figure (default: here; {OUT_FOLDER_HELP})")
     s.set_defaults(func=cmd_sweep)
 
 
@@ -49,13 +56,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from aiko.experiments.analysis.executor import open_executor
     from aiko.experiments.analysis.sweep import grid_points, parse_grid, run_sweep, sweep_figure
     from aiko.experiments.files.gait_file import get_gait
-
-    if not args.out.is_dir():
-        raise ArgError(f"aiko sweep: --out {args.out}: no such folder")
     from aiko.experiments.files.scene_file import load_scene
     gait = get_gait(args.gait)
     grid = parse_grid(args.grid)
     scene = load_scene(args.scene)
+    out_folder("sweep", args.out)
     n_points = len(grid_points(grid))
     w0 = time.perf_counter()
     with open_executor(*executor_args(args)) as ex:
