@@ -58,6 +58,7 @@ from aiko.control.preflight import OMEGA_MAX, preflight
 from aiko.experiments.analysis.bounds import parse_bounds_spec
 from aiko.experiments.analysis.simulate import initial_state_for_gait, simulate_gait
 from aiko.experiments.files.scene_file import StartInsideObstacle, check_clear, scene_from_json
+from aiko.experiments.rig.plant import PlantParams
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.errors import AikoError
 from aiko.model.scene import Scene
@@ -84,7 +85,7 @@ PERIOD = 0.1
 INFEASIBLE = 1e6
 """What the strategies are told for an infeasible candidate (plus its violation)."""
 
-PLANT_SOLVER: dict[str, Any] = {"u_tol": 1e-7, "max_iter": 100}
+PLANT_SOLVER: dict[str, Any] = {"u_tol": PlantParams.u_tol, "max_iter": PlantParams.max_iter}
 """The simulated Aiko's solver settings (:class:`aiko.experiments.rig.plant.PlantParams`)."""
 
 NO_MOTION_COT = 1e3

@@ -62,8 +62,14 @@ class PlantParams:
     ``dt`` (0.5 ms) it was validated with: the physics catching up behind
     the modules with their record stays within 2 mm of a plant that keeps up
     over 1 s of a 4-link wave at 0.5 ms, 11 mm at 1 ms (stick-slip amplifies
-    the difference). :meth:`ideal`
-    uses the model's own settings.
+    the difference). The cap is 30 sweeps: the free play's start transient
+    (the gait's first 0.5 s) needed 52 sweeps a step on average at a cap of
+    100, 313 of its 1000 steps at the cap, and cost 1.1-1.5 s of one core on
+    the 2-core machine, so the physics fell 0.4-0.8 s behind real time in a
+    trial; at 30 it costs 0.6 s, the trial's lag stays under 0.1 s, and link
+    6 after 15 s is 3 mm from the cap of 100 in sidewinding (0.77 m travelled),
+    0.0001 mm in lateral undulation. :meth:`ideal` uses the model's own
+    settings.
     """
 
     backlash_deg: float = 4.0
@@ -75,7 +81,7 @@ class PlantParams:
     mu_y: float | None = None
     seed: int = 0
     u_tol: float = 1e-7
-    max_iter: int = 100
+    max_iter: int = 30
     dt: float = 0.0005
     start_curve: str | None = None   # a curve file: the robot starts at rest along it
     # or at rest with these joint angles, rad: ((alpha_h, alpha_v) per joint), e.g.

@@ -98,7 +98,8 @@ def test_fit_on_the_rig_trial_moves_toward_the_truth(known_floor_trial):
     4.8-fold, 3.7-4.9 deg in three. Asserted: the error falls 2-fold and the
     free play moves from 2 deg toward 4."""
     inp = load_replay(known_floor_trial)
-    res = fit_trials([inp], ["mu", "backlash"], servo="module", u_tol=1e-7, max_iter=100,
+    res = fit_trials([inp], ["mu", "backlash"], servo="module", u_tol=PlantParams.u_tol,
+                     max_iter=PlantParams.max_iter,
                      dt=PlantParams.dt, budget=30)
     assert res.error_after < res.error_before / 2.0, (res.fitted, res.error_before,
                                                     res.error_after)
