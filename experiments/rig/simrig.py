@@ -48,9 +48,11 @@ log = logging.getLogger(__name__)
 LATE_LAG = 0.010
 """A physics update that ends this far (s) behind the clock counts as late."""
 
-MOCAP_MAX_AGE = 0.050
+MOCAP_MAX_AGE = 0.25
 """Motion capture sends no frame while the physics is further behind (s) than
-this (:class:`~aiko.experiments.rig.plant.MocapView`)."""
+this (:class:`~aiko.experiments.rig.plant.MocapView`): the age at which the
+steering takes a position for stale. At 50 ms a physics persistently 50-100 ms
+behind on a loaded 2-core machine withheld most frames of a steered trial."""
 
 UPDATE_BUDGET = 0.004
 """Wall time (s) one physics update may take before it yields to the modules

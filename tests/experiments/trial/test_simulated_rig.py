@@ -81,8 +81,16 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
     dt = np.diff(t_mocap)
     assert np.median(dt) == pytest.approx(0.05, abs=0.003) and dt.max() < 0.15
     assert np.mean(np.abs(dt - 0.05) < 0.02) > 0.9
+    # frame numbers never go back; a sample that repeats the one before is
+    # logged as stale (no datagram arrived in its 50 ms: the simulated Aiko's
+    # process held up, seen on the loaded 2-core machine with the old and the
+    # new trial code alike), and such samples are few
     frames = [d["frame"] for d in mocap]
-    assert all(b > a for a, b in zip(frames, frames[1:], strict=False))
+    assert all(b >= a for a, b in zip(frames, frames[1:], strict=False))
+    repeats = [d for a, d in zip(frames, mocap[1:], strict=False) if d["frame"] == a]
+    assert all(d["stale"] for d in repeats) and len(repeats) <= 0.05 * len(mocap), len(repeats)
+    assert not any(d["stale"] for a, d in zip(frames, mocap[1:], strict=False)
+                   if d["frame"] > a)
     assert not any(d["occluded"] for d in mocap)
     # the parallel model at 20 Hz of trial time, every link
     model = data.records["/model"]
