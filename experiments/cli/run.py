@@ -50,25 +50,33 @@ def _add_trial_options(r) -> None:
     r.add_argument("--end", choices=("hold", "straight"), default="hold",
                    help="when the duration is over: hold the last posture (default) or ramp "
                         "every joint back to 0 first; faults and Ctrl-C always hold")
-    r.add_argument("--rig", choices=("simulated", "robot"), default="simulated",
-                   help="simulated: start the simulated Aiko (default); robot: the real bus "
-                        "and motion capture")
-    r.add_argument("--can-interface", default="socketcan", metavar="NAME",
-                   help="robot: python-can interface: socketcan, slcan, pcan, kvaser, ...")
-    r.add_argument("--can-channel", default="can0", metavar="CH",
-                   help="robot: channel, e.g. can0, /dev/ttyACM0, socket://127.0.0.1:PORT")
+    r.add_argument("--rig-file", type=Path, default=None, metavar="FILE.toml",
+                   help="the lab's rig described once (CAN, joints, motion capture, MQTT, "
+                        "where trials go; default: aiko.toml in the working folder if there "
+                        "is one); flags override its values, and with it the trial runs on "
+                        "the robot unless --rig simulated")
+    r.add_argument("--rig", choices=("simulated", "robot"), default=None,
+                   help="simulated: start the simulated Aiko (default without a rig file); "
+                        "robot: the real bus and motion capture")
+    r.add_argument("--can-interface", default=None, metavar="NAME",
+                   help="robot: python-can interface: socketcan (default), slcan, pcan, "
+                        "kvaser, ...")
+    r.add_argument("--can-channel", default=None, metavar="CH",
+                   help="robot: channel, e.g. can0 (default), /dev/ttyACM0, "
+                        "socket://127.0.0.1:PORT")
     r.add_argument("--bitrate", type=int, default=None, metavar="B",
                    help="bit rate in bit/s (robot: 1000000)")
-    r.add_argument("--nodes", type=node_count, default=10, metavar="N",
+    r.add_argument("--nodes", type=node_count, default=None, metavar="N",
                    help="joint modules 1..N (default 10)")
     r.add_argument("--mocap", default=None, metavar="SRC",
                    help="vicon-udp[:PORT], vicon-datastream:HOST or none (default: none on "
                         "the robot, the simulated Aiko's stream on the simulated rig)")
-    r.add_argument("--mocap-subject", default="link6", metavar="NAME",
-                   help="the tracked object (UDP object name or DataStream subject)")
-    r.add_argument("--mocap-segment", default="link6", metavar="NAME",
+    r.add_argument("--mocap-subject", default=None, metavar="NAME",
+                   help="the tracked object (UDP object name or DataStream subject; default "
+                        "link6)")
+    r.add_argument("--mocap-segment", default=None, metavar="NAME",
                    help="DataStream segment of the subject (default link6)")
-    r.add_argument("--mocap-rate", type=positive("mocap rate"), default=20.0, metavar="HZ",
+    r.add_argument("--mocap-rate", type=positive("mocap rate"), default=None, metavar="HZ",
                    help="motion-capture logging rate (default 20)")
     r.add_argument("--tolerate", action="append", default=[], metavar="FAULT",
                    choices=("current-limit", "encoder-fault"),
@@ -95,7 +103,7 @@ def _add_view_options(r) -> None:
                    help="serve a live page of the trial on http://127.0.0.1:PORT/ (default "
                         "port 8765; 0: any free port): link 6 from motion capture and from "
                         "the model, x(t), y(t), the heading when steering, the status")
-    v.add_argument("--live-host", default="127.0.0.1", metavar="HOST",
+    v.add_argument("--live-host", default=None, metavar="HOST",
                    help="bind the live page (and --foxglove) to this address instead of "
                         "127.0.0.1, e.g. 0.0.0.0 to let other machines watch")
     v.add_argument("--foxglove", type=port, nargs="?", const=8766, default=None,
@@ -228,15 +236,21 @@ def steering_from_args(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from aiko.experiments.cli.rig_settings import as_metadata, describe, resolve
     from aiko.experiments.files.gait_file import get_gait
 
+    settings, rig = resolve(args, "run")
     gait = get_gait(args.gait)
     simulated = args.rig == "simulated"
     duration = args.duration if args.duration is not None else (
         SIMULATED_DURATION if simulated else None)
     if args.check:
-        return _check(gait, args.nodes, duration)
-    session = session_from_args(args, duration)
+        code = _check(gait, args.nodes, duration, args.limit_deg, args.max_speed_deg_s)
+        print("settings (value, and where it came from):")
+        for line in describe(settings, rig):
+            print(line)
+        return code
+    session = session_from_args(args, duration, gait.name, as_metadata(settings, rig))
     report, interrupted = _run(session, gait)
     result = report.result
     if interrupted or result is None:
@@ -254,14 +268,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def session_from_args(args: argparse.Namespace, duration: float | None):
-    """The :class:`~aiko.experiments.trial.session.SessionConfig` of ``aiko run``'s flags."""
-    from datetime import datetime
+def session_from_args(args: argparse.Namespace, duration: float | None, gait_name: str,
+                      settings: dict | None = None):
+    """The :class:`~aiko.experiments.trial.session.SessionConfig` of ``aiko run``'s
+    flags, merged with the rig file (:func:`.rig_settings.resolve`)."""
+    import math
 
     from aiko.control.supervisor import FaultPolicy
-    from aiko.drivers.telemetry import MqttConfig
+    from aiko.experiments.cli.rig_settings import without_password
     from aiko.experiments.files.scene_file import load_scene
-    from aiko.experiments.files.triallog import free_log_path
     from aiko.experiments.trial.runner import TrialConfig
     from aiko.experiments.trial.session import SessionConfig
 
@@ -270,7 +285,7 @@ def session_from_args(args: argparse.Namespace, duration: float | None):
     mocap_kind, mocap_host, mocap_port = parse_mocap(mocap_spec)
     if not simulated and mocap_kind == "vicon-udp" and mocap_port is None:
         mocap_port = 51001
-    mqtt_cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca) if args.mqtt else None
+    mqtt_cfg = _mqtt(args)
     policy = FaultPolicy(stop_on_current_limit="current-limit" not in args.tolerate,
                          stop_on_encoder_fault="encoder-fault" not in args.tolerate)
     config = TrialConfig(gait=args.gait, nodes=args.nodes, duration=duration, rig=args.rig,
@@ -278,17 +293,49 @@ def session_from_args(args: argparse.Namespace, duration: float | None):
                          can_channel="(the simulated Aiko's)" if simulated else args.can_channel,
                          bitrate=args.bitrate, mocap=mocap_spec, mocap_subject=args.mocap_subject,
                          mocap_segment=args.mocap_segment, mocap_rate=args.mocap_rate,
-                         mqtt=args.mqtt, startup_timeout=args.startup_timeout, policy=policy,
+                         mqtt=without_password(args.mqtt), startup_timeout=args.startup_timeout,
+                         policy=policy, limit=math.radians(args.limit_deg),
+                         omega_max=math.radians(args.max_speed_deg_s),
                          ramp_time=args.ramp_time, end=args.end, force=args.force,
                          steering=steering_from_args(args))
-    out = args.out or free_log_path(f"trial-{datetime.now():%Y%m%d-%H%M%S}")
+    out = args.out or _default_out(args, gait_name)
     scene = load_scene(args.scene)
     return SessionConfig(trial=config, out=out, plant=plant_from_args(args), scene=scene,
                          parallel_model=not args.no_model, mocap_host=mocap_host,
                          mocap_port=mocap_port, mqtt=mqtt_cfg,
                          live=None if args.live is None else (args.live_host, args.live),
                          foxglove=None if args.foxglove is None
-                         else (args.live_host, args.foxglove))
+                         else (args.live_host, args.foxglove), settings=settings)
+
+
+def _mqtt(args: argparse.Namespace):
+    """The broker's settings: the URL, its CA file, the password from the
+    environment variable the rig file names."""
+    from dataclasses import replace
+
+    from aiko.drivers.telemetry import MqttConfig
+    from aiko.experiments.files.rig_file import mqtt_password
+
+    if not args.mqtt:
+        return None
+    cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca)
+    password = mqtt_password(args.mqtt_password_env, str(args.rig_file or "aiko.toml"))
+    return cfg if password is None else replace(cfg, password=password)
+
+
+def _default_out(args: argparse.Namespace, gait_name: str) -> Path:
+    """The trial log's path from the rig file's [trials] folder and name
+    pattern (the folder made if need be), never an existing file."""
+    from datetime import datetime
+
+    from aiko.experiments.cli.args import out_folder
+    from aiko.experiments.files.triallog import free_log_path
+
+    folder = Path(args.trials_folder) if args.trials_folder else Path(".")
+    if args.trials_folder:
+        out_folder("run", folder)
+    stem = args.trials_name.format(gait=gait_name, time=f"{datetime.now():%Y%m%d-%H%M%S}")
+    return free_log_path(stem, folder)
 
 
 def _run(session, gait):
@@ -363,10 +410,14 @@ def _print_rig(result, report) -> None:
             print(f"parallel model: {m['samples']} samples, lag max {m['max_lag_s']:.2f} s")
 
 
-def _check(gait, nodes: int, duration: float | None) -> int:
+def _check(gait, nodes: int, duration: float | None, limit_deg: float,
+           max_speed_deg_s: float) -> int:
+    import math
+
     from aiko.control.preflight import format_table, preflight
 
-    report = preflight(gait, nodes, duration)
+    report = preflight(gait, nodes, duration, limit=math.radians(limit_deg),
+                       omega_max=math.radians(max_speed_deg_s))
     for line in format_table(report, bounded=duration is not None):
         print(line)
     return 0 if report.ok else 1

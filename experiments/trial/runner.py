@@ -50,7 +50,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from aiko.control.gait import Gait
+from aiko.control.gait import JOINT_LIMIT, Gait
+from aiko.control.preflight import OMEGA_MAX
 from aiko.control.steering import SteeringConfig, steering_loop
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
 from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
@@ -105,6 +106,8 @@ class TrialConfig:
     end: str = "hold"                # or "straight"
     force: bool = False              # stream a gait the preflight refused
     steering: SteeringConfig | None = None   # close the loop through motion capture
+    limit: float = JOINT_LIMIT       # rad, the joints' limit the preflight checks
+    omega_max: float = OMEGA_MAX     # rad/s, the motors' full-duty speed (preflight)
 
     def __post_init__(self) -> None:
         if self.end not in END_CHOICES:

@@ -65,7 +65,8 @@ class SessionConfig:
     live / foxglove: serve the live page / the Foxglove WebSocket protocol
     on (host, port) for the whole session (port 0: any free port); scene:
     the obstacles on the floor (the simulated Aiko's and the parallel
-    model's; logged with the trial)."""
+    model's; logged with the trial); settings: the rig settings as merged
+    from defaults, the rig file and flags, with their sources (logged)."""
 
     trial: TrialConfig
     out: Path
@@ -77,6 +78,7 @@ class SessionConfig:
     live: tuple[str, int] | None = None        # (host, port) of the live page
     foxglove: tuple[str, int] | None = None    # (host, port) of the Foxglove server
     scene: Scene = field(default_factory=Scene)
+    settings: dict | None = None    # the merged rig settings and their sources (logged)
 
 
 @dataclass
@@ -183,7 +185,8 @@ def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
     curve turned into its joint angles."""
     tc = config.trial
     simulated = tc.rig == "simulated"
-    pre = report.preflight = preflight(gait, tc.nodes, tc.duration, tc.period)
+    pre = report.preflight = preflight(gait, tc.nodes, tc.duration, tc.period, limit=tc.limit,
+                                       omega_max=tc.omega_max)
     if not pre.ok:
         if not tc.force:
             raise PreflightRefused(pre)
@@ -338,6 +341,8 @@ def _metadata(tc: TrialConfig, gait: Gait, config: SessionConfig) -> dict:
     meta["plant"] = asdict(config.plant) if tc.rig == "simulated" else None
     meta["parallel_model"] = config.parallel_model
     meta["scene"] = json.loads(scene_json(config.scene))
+    if config.settings is not None:
+        meta["rig_settings"] = config.settings
     return meta
 
 
