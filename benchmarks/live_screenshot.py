@@ -6,7 +6,7 @@ Runs `aiko run lateral-undulation-orthotropic --path line.toml --live 0` (a
 line 0.3 m to the left of the start, the realistic plant on a floor of mu_x
 0.15, mu_y 0.4), opens the page in headless Chromium (Debian's chromium and
 chromium-driver) while the trial runs and saves the page as it looks when the
-trial has ended: benchmarks/figures/live-view.png. Not part of the test suite.
+trial has ended: docs/figures/live-view.png. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-FIGURE = Path(__file__).parent / "figures" / "live-view.png"
+FIGURE = Path(__file__).resolve().parents[1] / "docs" / "figures" / "live-view.png"
 
 
 def main() -> None:

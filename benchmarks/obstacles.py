@@ -10,7 +10,7 @@ the model's speed among pegs.
    peg field, and with the same field moved 100 m away (the broad phase: far
    pegs should cost nothing); interleaved repeats, the median reported.
 
-Writes figures into benchmarks/figures/ and prints a report with the machine.
+Writes figures into docs/figures/ and prints a report with the machine.
 
     python benchmarks/obstacles.py [--duration 15] [--repeats 5]
 """
@@ -37,7 +37,7 @@ from aiko.model import ConvergenceWarning, SnakeModel, warm_up  # noqa: E402
 from aiko.model.posture import posture_along  # noqa: E402
 from aiko.model.scene import SCENE_PRESETS, Peg, Scene, Step  # noqa: E402
 
-FIGURES = Path(__file__).resolve().parent / "figures"
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
 
 def pegs_vs_floor(duration: float):

@@ -9,7 +9,7 @@ the start; LOS along an L-shaped waypoint path; then the same gait with every
 horizontal reference 2 deg off (as joints whose zero is off), open loop and
 holding heading 0 with the proportional law alone and with the integral term.
 Prints each run's steering metrics (settling time, steady error, cross-track
-error) and writes the figures to benchmarks/figures/steering-*.png. About
+error) and writes the figures to docs/figures/steering-*.png. About
 eight minutes on two cores. Not part of the test suite.
 """
 
@@ -40,7 +40,7 @@ PATHS = {
 BIASED = ("[gait]\nA_h = 30.0\nomega_h = 80.0\ndelta_h = -50.0\npsi_h = 0.0\nA_v = 0.0\n"
           "omega_v = 0.0\ndelta_v = 0.0\ndelta_0 = 0.0\npsi_v = 0.0\noffset = 2.0\n"
           "start = \"curved\"\n[friction]\nmu_x = 0.1\nmu_y = 0.5\n")
-FIGURES = Path(__file__).parent / "figures"
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
 
 def run(out: Path, name: str, duration: float, *extra: str, gait: str = GAIT) -> Path:

@@ -48,7 +48,7 @@ class MqttConfig:
 
     @classmethod
     def from_url(cls, url: str, ca_file: str | None = None) -> MqttConfig:
-        """mqtt://[user[:password]@]host[:port][/prefix] or mqtts://... (TLS)."""
+        """``mqtt://[user[:password]@]host[:port][/prefix]`` or ``mqtts://...`` (TLS)."""
         u = urlparse(url)
         if u.scheme not in ("mqtt", "mqtts"):
             raise TelemetryConfigError(url, "scheme must be mqtt:// or mqtts://")
