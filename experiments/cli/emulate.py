@@ -224,7 +224,7 @@ class _Output:
         elif "physics_t" in st:
             print(f"t {st['t']:.0f} s: physics lag max {st['max_lag_ms']:.1f} ms, "
                   f"{st['late_updates']} late updates (> 10 ms), {st['mocap_frames']} mocap "
-                  f"frames ({st['mocap_withheld']} withheld while behind)", flush=True)
+                  f"frames", flush=True)
 
     def stopped(self, rig) -> None:
         final = rig.status()

@@ -400,8 +400,7 @@ def _print_rig(result, report) -> None:
         print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
     if report.plant.get("max_lag_ms") is not None:
         print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms, "
-              f"{report.plant.get('late_updates', 0)} late updates (> 10 ms), "
-              f"{report.plant.get('mocap_withheld', 0)} mocap frames withheld while behind")
+              f"{report.plant.get('late_updates', 0)} late updates (> 10 ms)")
     m = result.model
     if m:
         if m.get("stopped"):

@@ -285,12 +285,10 @@ class MocapView:
     """
 
     def __init__(self, noise_mm: float = 0.0, latency: float = 0.0, seed: int = 0,
-                 prefix: str = "link", fixed: dict[str, tuple[float, float, float]] | None = None,
-                 max_age: float | None = None) -> None:
+                 prefix: str = "link", fixed: dict[str, tuple[float, float, float]] | None = None
+                 ) -> None:
         self.noise_mm = noise_mm
         self.latency = latency
-        self.max_age = max_age
-        self.withheld = 0
         self.prefix = prefix
         self.fixed = dict(fixed or {})
         self._rng = np.random.default_rng(seed)
@@ -311,9 +309,6 @@ class MocapView:
             else:
                 break
         if chosen is None:
-            return None
-        if self.max_age is not None and chosen[0] < due - self.max_age:
-            self.withheld += 1
             return None
         _, pos, rot = chosen
         if self.noise_mm > 0:

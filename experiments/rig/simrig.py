@@ -11,10 +11,7 @@ a child process.
 until cancelled. Its tasks, in one TaskGroup: ``joints`` (the modules, which
 advance the physics after each of their 2 ms ticks), ``mocap-sender`` and
 ``status``. The physics always advances to the clock's present: when it cannot
-keep up its lag grows and is counted, the robot's time never slows; motion
-capture then sends no frame until the physics is within ``MOCAP_MAX_AGE`` of
-the frame's time again (counted as withheld), since the receiver stamps each
-frame with its arrival and an old position would pass for the present one.
+keep up its lag grows and is counted, the robot's time never slows.
 """
 
 from __future__ import annotations
@@ -47,12 +44,6 @@ log = logging.getLogger(__name__)
 
 LATE_LAG = 0.010
 """A physics update that ends this far (s) behind the clock counts as late."""
-
-MOCAP_MAX_AGE = 0.25
-"""Motion capture sends no frame while the physics is further behind (s) than
-this (:class:`~aiko.experiments.rig.plant.MocapView`): the age at which the
-steering takes a position for stale. At 50 ms a physics persistently 50-100 ms
-behind on a loaded 2-core machine withheld most frames of a steered trial."""
 
 UPDATE_BUDGET = 0.004
 """Wall time (s) one physics update may take before it yields to the modules
@@ -128,8 +119,7 @@ class SimulatedRig:
                     model.params, angles[:, 0], angles[:, 1]))
             self.aiko = SimulatedAiko(model, self.modules, state=state)
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
-                                  seed=plant.seed, fixed=peg_objects(config.scene),
-                                  max_age=MOCAP_MAX_AGE)
+                                  seed=plant.seed, fixed=peg_objects(config.scene))
             self.view.record(0.0, self.aiko.positions(), self.aiko.rotations())
         self.clock = TrialClock()
         self.late_updates = 0
@@ -162,8 +152,8 @@ class SimulatedRig:
             out.update(physics_t=self.aiko.t, steps=self.aiko.steps,
                        unconverged=self.aiko.unconverged, late_updates=self.late_updates,
                        max_lag_ms=1000.0 * self.max_lag)
-        if self.sender is not None and self.view is not None:
-            out.update(mocap_frames=self.sender.sent, mocap_withheld=self.view.withheld)
+        if self.sender is not None:
+            out.update(mocap_frames=self.sender.sent)
         return out
 
     async def run(self, on_ready: Callable[[dict], None] | None = None,

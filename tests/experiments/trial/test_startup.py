@@ -12,6 +12,7 @@ import pytest
 
 from aiko.control import PRESETS, references
 from aiko.control.ramp import RAMP_TOLERANCE
+from aiko.experiments.cli.rig_settings import RIG_DEFAULTS
 from aiko.experiments.files.triallog import read_trial
 from aiko.firmware_interface.protocol import EmcyCode, Status
 from tests.conftest import aiko, robot_args, spawn, start_emulator, stop
@@ -157,13 +158,22 @@ def test_preflight_refuses_a_wide_gait_and_force_streams_it_clamped(tmp_path):
     assert "streamed anyway (--force)" in r.stderr
 
 
-def test_preflight_check_prints_the_table():
-    r = aiko("run", "--check", "lateral-undulation")
+def test_preflight_check_prints_the_table(tmp_path):
+    """The table (16 lines for ten joints, 9 for three), then the rig's
+    settings with their sources: a header, the rig file, one line a setting."""
+    r = aiko("run", "--check", "lateral-undulation", cwd=tmp_path)
     assert r.returncode == 0 and "verdict: can be followed" in r.stdout
     assert "ramp to the start posture from straight: 1.8 s" in r.stdout
-    assert len(r.stdout.splitlines()) == 16
-    fast = aiko("run", "--check", "sidewinding", "--nodes", "3")
-    assert fast.returncode == 0 and len(fast.stdout.splitlines()) == 9
+    lines = r.stdout.splitlines()
+    head = lines.index("settings (value, and where it came from):")
+    assert head == 16 and lines[head + 1] == "rig file: none"
+    settings = lines[head + 2:]
+    assert len(settings) == len(RIG_DEFAULTS)
+    assert all(line.endswith("(default)") for line in settings)
+    fast = aiko("run", "--check", "sidewinding", "--nodes", "3", cwd=tmp_path)
+    lines = fast.stdout.splitlines()
+    assert fast.returncode == 0 and lines.index("settings (value, and where it came from):") == 9
+    assert any(line.split() == ["nodes", "3", "(flag)"] for line in lines)
 
 
 def closed_port():
