@@ -169,27 +169,6 @@ def _add_plant_options(r) -> None:
                    help="the simulated floor's friction across the links")
 
 
-def parse_mocap(spec: str) -> tuple[str, str | None, int | None]:
-    """(kind, host, port) of a --mocap value."""
-    if spec == "none":
-        return "none", None, None
-    kind, _, arg = spec.partition(":")
-    if kind == "vicon-udp":
-        if not arg:
-            return kind, None, None
-        try:
-            p = int(arg)
-        except ValueError:
-            raise ArgError(f"aiko run: --mocap {spec}: the port must be an integer") from None
-        if not 0 <= p <= 65535:
-            raise ArgError(f"aiko run: --mocap {spec}: port out of range")
-        return kind, None, p
-    if kind == "vicon-datastream" and arg:
-        return kind, arg, None
-    raise ArgError(f"aiko run: --mocap {spec!r}: expected vicon-udp[:PORT], "
-                   "vicon-datastream:HOST or none")
-
-
 def plant_from_args(args: argparse.Namespace):
     from aiko.experiments.rig.plant import PlantParams
 
@@ -282,7 +261,11 @@ def session_from_args(args: argparse.Namespace, duration: float | None, gait_nam
 
     simulated = args.rig == "simulated"
     mocap_spec = args.mocap or ("vicon-udp" if simulated else "none")
-    mocap_kind, mocap_host, mocap_port = parse_mocap(mocap_spec)
+    mocap_kind = mocap_spec.partition(":")[0]
+    # merged by resolve(); the host is the DataStream server's (a UDP source
+    # listens on every address, as before)
+    mocap_host = args.mocap_host if mocap_kind == "vicon-datastream" else None
+    mocap_port = args.mocap_port
     if not simulated and mocap_kind == "vicon-udp" and mocap_port is None:
         mocap_port = 51001
     mqtt_cfg = _mqtt(args)
