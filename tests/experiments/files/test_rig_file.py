@@ -141,3 +141,26 @@ def test_aiko_run_with_a_rig_file_against_the_emulator(tmp_path):
     assert s["can_channel"] == {"value": channel, "source": "file"}
     assert s["rig"] == {"value": "robot", "source": "file"}
     assert s["bitrate"]["source"] == "default"
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("vicon-udp:x", "--mocap vicon-udp:x: the port must be an integer"),
+    ("vicon-udp:70000", "--mocap vicon-udp:70000: port out of range"),
+    ("optitrack", "expected vicon-udp[:PORT], vicon-datastream:HOST or none"),
+    ("vicon-datastream", "expected vicon-udp[:PORT], vicon-datastream:HOST or none"),
+])
+def test_a_bad_mocap_flag_is_one_line(spec, needle, tmp_path):
+    r = aiko("run", "sidewinding", "--check", "--mocap", spec, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+
+
+def test_the_mocap_flag_overrides_the_file(tmp_path):
+    (tmp_path / "aiko.toml").write_text('[mocap]\nsource = "vicon-udp"\nport = 51001\n'
+                                        'host = "192.168.10.2"\n')
+    r = aiko("run", "sidewinding", "--check", "--mocap", "vicon-datastream:vicon.lab",
+             cwd=tmp_path)
+    rows = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()
+            if line.startswith("  ") and len(line.split()) == 3}
+    assert rows["mocap_source"] == ["vicon-datastream", "(flag)"]
+    assert rows["mocap_host"] == ["vicon.lab", "(flag)"]
+    assert rows["mocap_port"] == ["51001", "(file)"]
