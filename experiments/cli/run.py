@@ -309,16 +309,15 @@ def _mqtt(args: argparse.Namespace):
 def _default_out(args: argparse.Namespace, gait_name: str) -> Path:
     """The trial log's path from the rig file's [trials] folder and name
     pattern (the folder made if need be), never an existing file."""
-    from datetime import datetime
 
     from aiko.experiments.cli.args import out_folder
+    from aiko.experiments.files.rig_file import trial_stem
     from aiko.experiments.files.triallog import free_log_path
 
     folder = Path(args.trials_folder) if args.trials_folder else Path(".")
     if args.trials_folder:
         out_folder("run", folder)
-    stem = args.trials_name.format(gait=gait_name, time=f"{datetime.now():%Y%m%d-%H%M%S}")
-    return free_log_path(stem, folder)
+    return free_log_path(trial_stem(args.trials_name, gait_name), folder)
 
 
 def _run(session, gait):

@@ -48,7 +48,7 @@ from aiko.experiments.files.tomlfile import read_toml
 from aiko.model.errors import AikoError
 
 __all__ = ["RigFile", "RigFileError", "load_rig_file", "find_rig_file", "merge", "Setting",
-           "RIG_FILE_NAME", "MOCAP_SOURCES", "trial_path", "mqtt_password"]
+           "RIG_FILE_NAME", "MOCAP_SOURCES", "trial_stem", "mqtt_password"]
 
 RIG_FILE_NAME = "aiko.toml"
 """The rig file read by default from the working folder."""
@@ -164,7 +164,7 @@ def _check_together(s: dict[str, Any], src: str) -> None:
         raise RigFileError(src, "vicon-datastream needs the DataStream's host", "mocap.host")
     if "trials_name" in s:
         try:
-            s["trials_name"].format(gait="g", time="t")
+            trial_stem(s["trials_name"], "g")
         except (KeyError, IndexError, ValueError) as exc:
             raise RigFileError(src, f"only {{gait}} and {{time}} may appear ({exc})",
                                "trials.name") from None
@@ -205,10 +205,10 @@ def merge(defaults: dict[str, Any], rig: RigFile | None,
     return out
 
 
-def trial_path(folder: str | Path, pattern: str, gait: str, now: datetime | None = None) -> Path:
-    """The trial log's path from the rig file's folder and name pattern."""
-    stamp = f"{(now or datetime.now()):%Y%m%d-%H%M%S}"
-    return Path(folder) / (pattern.format(gait=gait, time=stamp) + ".mcap")
+def trial_stem(pattern: str, gait: str, now: datetime | None = None) -> str:
+    """A trial log's name without ``.mcap`` from the [trials] name pattern:
+    ``{gait}`` the gait's name, ``{time}`` YYYYmmdd-HHMMSS."""
+    return pattern.format(gait=gait, time=f"{(now or datetime.now()):%Y%m%d-%H%M%S}")
 
 
 def mqtt_password(env_name: str | None, source: str) -> str | None:

@@ -13,7 +13,7 @@ from aiko.experiments.files.rig_file import (
     load_rig_file,
     merge,
     mqtt_password,
-    trial_path,
+    trial_stem,
 )
 from aiko.experiments.files.triallog import read_trial
 from tests.conftest import aiko, start_emulator, stop
@@ -92,8 +92,8 @@ def test_the_password_comes_from_the_environment_only(monkeypatch):
 
 def test_trial_names_follow_the_pattern():
     from datetime import datetime
-    p = trial_path("trials", "{gait}-{time}", "sidewinding", datetime(2026, 11, 27, 9, 5, 1))
-    assert p == Path("trials") / "sidewinding-20261127-090501.mcap"
+    stem = trial_stem("{gait}-{time}", "sidewinding", datetime(2026, 11, 27, 9, 5, 1))
+    assert stem == "sidewinding-20261127-090501"
 
 
 def test_run_check_says_where_each_value_came_from(tmp_path):
