@@ -192,8 +192,8 @@ class CanDriver:
         if self._notifier is not None:
             self._notifier.stop()  # before the bus goes
         if self._owns_bus:
-            try:
-                self.bus.shutdown()
+            try:  # in a thread: pyserial's socket:// close sleeps 0.3 s, the loop must not
+                await asyncio.to_thread(self.bus.shutdown)
             except (can.CanError, OSError) as err:  # the adapter is gone already
                 log.warning("CAN shutdown: %s", err)
 

@@ -12,6 +12,8 @@ SIGINT ignored, and so would every process it starts; Python's own handler is
 put back here, so the children start with SIGINT's default again."""
 
 import asyncio
+import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -228,3 +230,30 @@ def aiko(*args, cwd=None, timeout=600):
     """``aiko ARGS`` as a user types it (stdout, stderr, returncode)."""
     return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
                           capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    """A mosquitto broker on a free loopback port (the port), anonymous, for one test."""
+    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not os.path.exists(exe):
+        if os.environ.get("CI"):
+            pytest.fail("mosquitto is not installed (.ci/run installs it)")
+        pytest.skip("mosquitto not installed")
+    port = free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    proc = subprocess.Popen([exe, "-c", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("mosquitto did not start")
+    yield port
+    proc.terminate()
+    proc.wait(timeout=10)

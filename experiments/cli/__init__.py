@@ -1,6 +1,6 @@
 """The `aiko` command line. The only place that prints.
 
-One module per subcommand (``simulate``, ``emulate``, ``run``, ``replay``, ``fit``,
+One module per subcommand (``simulate``, ``emulate``, ``run``, ``doctor``, ``replay``, ``fit``,
 ``sweep``, ``optimize``, ``preview``, ``export``, ``info``, ``dbc``): each adds its
 parser and turns its arguments into a call of a library function that the tests call
 too. :mod:`.args` holds what they share (one-line argument errors, number parsers,
@@ -17,7 +17,20 @@ import sys
 
 from aiko.model.errors import AikoError
 
-from . import dbc, emulate, export, fit, info, optimize, preview, replay, run, simulate, sweep
+from . import (
+    dbc,
+    doctor,
+    emulate,
+    export,
+    fit,
+    info,
+    optimize,
+    preview,
+    replay,
+    run,
+    simulate,
+    sweep,
+)
 from .args import ArgError, Parser
 
 __all__ = ["main", "build_parser"]
@@ -26,7 +39,8 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> Parser:
     p = Parser(prog="aiko", description="Aiko snake robot: model, rig and trials.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for mod in (simulate, emulate, run, replay, fit, sweep, optimize, preview, export, info, dbc):
+    for mod in (simulate, emulate, run, doctor, replay, fit, sweep, optimize, preview, export,
+                info, dbc):
         mod.add_parser(sub)
     return p
 

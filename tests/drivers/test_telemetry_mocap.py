@@ -4,10 +4,6 @@ fake with the SDK's method names and return shapes)."""
 
 import asyncio
 import json
-import os
-import shutil
-import socket
-import subprocess
 import time
 
 import aiomqtt
@@ -25,32 +21,6 @@ from aiko.drivers.mocap import (
 )
 from aiko.drivers.telemetry import MqttConfig, MqttTelemetry, TelemetryConfigError
 from tests.conftest import free_port, trial_with_emulator
-
-
-@pytest.fixture
-def broker(tmp_path):
-    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    if not os.path.exists(exe):
-        if os.environ.get("CI"):
-            pytest.fail("mosquitto is not installed (.ci/run installs it)")
-        pytest.skip("mosquitto not installed")
-    port = free_port()
-    conf = tmp_path / "mosquitto.conf"
-    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
-    proc = subprocess.Popen([exe, "-c", str(conf)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail("mosquitto did not start")
-    yield port
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def test_mqtt_url_parsing():
