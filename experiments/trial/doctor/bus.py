@@ -45,10 +45,13 @@ SYNC_SPACING = 0.05
 """Seconds between those SYNCs (well inside the modules' 300 ms SYNC timeout)."""
 STATE_TIMEOUT = 0.1
 """Seconds a STATE may take before it counts as not answered."""
-STATE_SLOW = 0.01
+STATE_SLOW = 0.02
 """A module whose median STATE is later than this (s) is slow: the firmware
-answers within a few ms. The median, not the slowest: one late answer is the
-PC or an emulator that stood still for a moment, not the module."""
+answers within a few ms, and the ten STATEs of one SYNC follow each other on
+the bus (at 1 Mbit/s about 0.13 ms each; through the emulator's slcan link on
+loopback about 0.5 ms each, node 10's median 9.5 ms). The median, not the
+slowest: one late answer is the PC or an emulator that stood still for a
+moment, not the module."""
 CONFIRM_TIMEOUT = 0.35
 """Seconds to wait for the heartbeats that confirm a module's state put back."""
 HEARTBEAT_PERIOD = 0.1
