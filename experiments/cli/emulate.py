@@ -79,10 +79,12 @@ def add_parser(sub) -> None:
     g.add_argument("--scene-json", default=None, help=argparse.SUPPRESS)
     g.add_argument("--start-joint-angles-json", default=None, help=argparse.SUPPRESS)
     g.add_argument("--u-tol", type=positive("u-tol"), default=PlantParams.u_tol, metavar="M_S",
-                   help="the physics' contact-solver velocity tolerance (default 1e-7)")
+                   help="the physics' contact-solver velocity tolerance "
+                        f"(default {PlantParams.u_tol:g})")
     g.add_argument("--max-iter", type=number("max-iter", int, lambda v: v >= 1, "be >= 1"),
                    default=PlantParams.max_iter, metavar="N",
-                   help="the physics' contact-solver iteration cap (default 100)")
+                   help="the physics' contact-solver iteration cap "
+                        f"(default {PlantParams.max_iter})")
     g.add_argument("--status-interval", type=positive("status interval"), default=5.0,
                    metavar="S", help="seconds between status lines (default 5)")
     g.add_argument("--json-lines", action="store_true", help=argparse.SUPPRESS)
