@@ -127,6 +127,11 @@ def _fileno(bus: can.BusABC) -> int:
         return -1
 
 
+_MAX_READS = 10_000
+"""recv calls one readable descriptor may get in one go (a few hundred frames
+over slcan, byte by byte); then the loop runs its other work."""
+
+
 class CanDriver:
     """An asyncio face of one python-can bus (see the module docstring)."""
 
@@ -175,9 +180,21 @@ class CanDriver:
         return self
 
     def _readable(self, bridge: _Bridge) -> None:
+        """Read every frame the descriptor holds. A ``recv(0)`` that returns
+        None does not mean nothing is left: python-can's slcan reads pyserial
+        byte by byte, as many bytes a call as ``in_waiting`` says, and over
+        ``socket://`` that is 0 or 1, so a call took one byte of a frame and the
+        rest waited a loop iteration each (a STATE 22 of them, the ten STATEs
+        of a SYNC about 10 ms). Reading goes on while the descriptor is
+        readable, at most :data:`_MAX_READS` calls, so no loop iteration waits."""
+        fd = self._fd
         try:
-            while (msg := self.bus.recv(0)) is not None:
-                bridge.on_message_received(msg)
+            for _ in range(_MAX_READS):
+                msg = self.bus.recv(0)
+                if msg is not None:
+                    bridge.on_message_received(msg)
+                elif fd is None or not select.select([fd], [], [], 0)[0]:
+                    break
         except (can.CanError, OSError, ValueError) as exc:
             self._stop_reading()
             bridge.on_error(exc)

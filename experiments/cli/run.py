@@ -362,7 +362,8 @@ def _print_trial(result, gait_name: str, nodes: int) -> None:
     if js:
         print("period jitter p50 {jitter_p50_ms:.2f} ms, p99 {jitter_p99_ms:.2f} ms, max "
               "{jitter_max_ms:.2f} ms".format(**js)
-              + ("; SYNC->STATE p50 {rtt_p50_ms:.2f} ms, p99 {rtt_p99_ms:.2f} ms".format(**js)
+              + ("; SYNC->STATE p50 {rtt_p50_ms:.2f} ms, p99 {rtt_p99_ms:.2f} ms, max "
+                 "{rtt_max_ms:.2f} ms".format(**js)
                  if "rtt_p50_ms" in js else ""))
     print(f"CAN tx {result.can['tx']} (failed {result.can['tx_errors']}), rx {result.can['rx']} "
           f"(errors {result.can['rx_errors']}, dropped {result.can['rx_dropped']})"
@@ -381,8 +382,10 @@ def _print_rig(result, report) -> None:
         x, y, z = result.last_link6
         print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
     if report.plant.get("max_lag_ms") is not None:
-        print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms, "
-              f"{report.plant.get('late_updates', 0)} late updates (> 10 ms)")
+        p99 = report.plant.get("lag_p99_ms")
+        print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms"
+              + (f", p99 {p99:.1f} ms" if p99 is not None else "")
+              + f", {report.plant.get('late_updates', 0)} late updates (> 10 ms)")
     m = result.model
     if m:
         if m.get("stopped"):

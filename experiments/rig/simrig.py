@@ -49,6 +49,12 @@ UPDATE_BUDGET = 0.004
 """Wall time (s) one physics update may take before it yields to the modules
 and the network; what it could not do waits for the next tick (lag)."""
 
+LAG_BIN = 0.0005
+LAG_BINS = 4000
+"""The lag after every update goes into a histogram of 0.5 ms bins up to 2 s
+(the last bin holds everything longer): its 99th percentile goes into the
+status."""
+
 CHUNK_STEPS = 8
 """Steps per model call inside an update (2 ms at dt 0.25 ms)."""
 
@@ -124,6 +130,7 @@ class SimulatedRig:
         self.clock = TrialClock()
         self.late_updates = 0
         self.max_lag = 0.0
+        self.lag_counts = np.zeros(LAG_BINS, dtype=np.int64)   # lag after each update
         self.updates = 0
         self.channel: str | None = None
         self.sender: ViconUdpSender | None = None
@@ -138,11 +145,21 @@ class SimulatedRig:
             pass
         self.view.record(aiko.t, aiko.positions(), aiko.rotations())
         lag = self.clock.now() - aiko.t
+        self.lag_counts[min(int(lag / LAG_BIN), LAG_BINS - 1) if lag > 0 else 0] += 1
         self.updates += 1
         if lag > self.max_lag:
             self.max_lag = lag
         if lag > LATE_LAG:
             self.late_updates += 1
+
+    def lag_percentile(self, q: float) -> float | None:
+        """The q-th percentile of the physics' lag after its updates so far, ms
+        (the upper edge of its 0.5 ms bin); None before the first update."""
+        total = int(self.lag_counts.sum())
+        if total == 0:
+            return None
+        k = int(np.searchsorted(np.cumsum(self.lag_counts), q / 100.0 * total))
+        return 1000.0 * LAG_BIN * (min(k, LAG_BINS - 1) + 1)
 
     def status(self) -> dict:
         out = {"t": self.clock.now(), "pid": os.getpid()}
@@ -151,7 +168,8 @@ class SimulatedRig:
         if self.aiko is not None:
             out.update(physics_t=self.aiko.t, steps=self.aiko.steps,
                        unconverged=self.aiko.unconverged, late_updates=self.late_updates,
-                       max_lag_ms=1000.0 * self.max_lag)
+                       max_lag_ms=1000.0 * self.max_lag, lag_p99_ms=self.lag_percentile(99))
+        out["cpu_s"] = time.process_time()
         if self.sender is not None:
             out.update(mocap_frames=self.sender.sent)
         return out

@@ -364,3 +364,14 @@ def test_a_killed_model_is_reported_with_its_signal_even_when_a_write_finds_it_f
     link, events = asyncio.run(main())
     assert "SIGKILL" in link.stopped and link.summary()["stopped"] == link.stopped
     assert [k for k, _ in events].count("model_stopped") == 1
+
+
+def test_lag_percentile_reads_the_histogram():
+    from aiko.experiments.rig.simrig import LAG_BIN, RigConfig, SimulatedRig
+
+    rig = SimulatedRig(RigConfig(nodes=2))
+    assert rig.lag_percentile(99) is None
+    rig.lag_counts[0] = 98            # 98 updates within 0.5 ms
+    rig.lag_counts[40] = 2            # 2 at 20-20.5 ms
+    assert rig.lag_percentile(50) == 1000 * LAG_BIN
+    assert rig.lag_percentile(99) == 1000 * LAG_BIN * 41

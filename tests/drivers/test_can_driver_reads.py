@@ -1,0 +1,59 @@
+"""The CAN driver reads everything a readable descriptor holds in one go.
+
+python-can's slcan reads pyserial byte by byte, as many bytes a call as
+``in_waiting`` says, and pyserial's ``socket://`` says 0 or 1: before the fix
+one ``recv(0)`` took one byte, and a burst of frames (the ten STATEs of a
+SYNC) trickled in over hundreds of loop iterations."""
+
+import asyncio
+import time
+
+from aiko.drivers.can_bus import CanDriver
+from aiko.drivers.clock import TrialClock
+from aiko.firmware_interface.codec import JointState, decode, encode
+from aiko.firmware_interface.protocol import Status
+from aiko.firmware_interface.slcan import format_frame
+
+
+def test_a_burst_of_slcan_frames_arrives_within_one_loop_iteration():
+    import can
+
+    frames = [encode(JointState(n, 0.01 * n, -0.01 * n, 5, -5, Status.OPERATIONAL, 7))
+              for n in range(1, 11)]
+    burst = b"".join(format_frame(can.Message(arbitration_id=i, data=d, is_extended_id=False))
+                     for i, d in frames)
+
+    async def main():
+        sent = asyncio.Event()
+        writers = []
+
+        async def serve(reader, writer):
+            writers.append(writer)
+            sent.set()
+            await reader.read(1 << 16)     # the client's open commands; nothing answered
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with CanDriver.open("slcan", f"socket://127.0.0.1:{port}",
+                                      TrialClock()) as drv:
+                await sent.wait()
+                writers[0].write(burst)    # the server's socket sends it at once
+                time.sleep(0.05)            # the loop stands still while it arrives
+                before = drv.queue.qsize()
+                for _ in range(3):          # a few loop iterations, not hundreds
+                    await asyncio.sleep(0)
+                got = []
+                while not drv.queue.empty():
+                    rx = drv.queue.get_nowait()
+                    got.append(decode(rx.arbitration_id, rx.data))
+                return before, got
+        finally:
+            for w in writers:
+                w.close()
+            server.close()
+            await server.wait_closed()
+
+    before, got = asyncio.run(main())
+    assert [f.node for f in got] == list(range(1, 11)), (before, got)
+    assert all(isinstance(f, JointState) and f.sync_echo == 7 for f in got)
