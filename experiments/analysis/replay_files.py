@@ -170,6 +170,7 @@ def _cores() -> int:
 
 SUMMARY_KEYS = ("trial", "gait", "kind", "duration_s", "final_error_cm", "rms_error_cm",
                 "distance_experiment_m", "distance_model_m", "distance_ratio",
+                "path_experiment_m", "path_model_m", "path_ratio",
                 "heading_difference_deg", "delay_ms", "delay_uncertainty_ms")
 
 
@@ -184,6 +185,8 @@ def summary_rows(results: list[ReplayResult]) -> list[dict]:
                      "distance_experiment_m": m["distance_experiment_m"],
                      "distance_model_m": m["distance_model_m"],
                      "distance_ratio": m["distance_ratio"],
+                     "path_experiment_m": m["path_experiment_m"],
+                     "path_model_m": m["path_model_m"], "path_ratio": m["path_ratio"],
                      "heading_difference_deg": m["heading_difference_deg"],
                      "delay_ms": 1e3 * r.delay, "delay_uncertainty_ms": 1e3 * unc})
     return rows

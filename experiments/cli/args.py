@@ -125,3 +125,41 @@ def add_executor_options(p) -> None:
 
 def executor_args(args) -> tuple[str | None, int | None]:
     return args.scheduler, None if args.workers is None else int(args.workers)
+
+
+def _rate(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.2f} deg/s"
+
+
+def comparison_lines(m: dict) -> list[str]:
+    """The comparison's metrics (:func:`aiko.experiments.analysis.compare.compare_paths`)
+    as the summary prints them, each named for what it is; the windows' mean
+    and spread when the trial holds two or more."""
+    rows = [("net displacement", f"{m['distance_experiment_m']:.3f} m",
+             f"{m['distance_model_m']:.3f} m", f"ratio {m['distance_ratio']:.2f}"),
+            ("path length", f"{m['path_experiment_m']:.3f} m", f"{m['path_model_m']:.3f} m",
+             f"ratio {m['path_ratio']:.2f}"),
+            ("heading of travel", f"{m['heading_experiment_deg']:+.1f} deg",
+             f"{m['heading_model_deg']:+.1f} deg", f"diff {m['heading_difference_deg']:+.1f} deg"),
+            ("turning rate", _rate(m["turning_rate_experiment_deg_s"]),
+             _rate(m["turning_rate_model_deg_s"]), ""),
+            ("speed along path", f"{100 * m['path_speed_experiment_m_s']:.2f} cm/s",
+             f"{100 * m['path_speed_model_m_s']:.2f} cm/s", ""),
+            ("net speed", f"{100 * m['speed_experiment_m_s']:.2f} cm/s",
+             f"{100 * m['speed_model_m_s']:.2f} cm/s", "")]
+    out = [f"link 6, experiment vs model over {m['duration_s']:.1f} s:",
+           f"  {'':20s} {'experiment':>12s} {'model':>12s}"]
+    out += [f"  {name:20s} {e:>12s} {mo:>12s}  {extra}".rstrip() for name, e, mo, extra in rows]
+    out.append(f"  position error: final {100 * m['final_error_m']:.1f} cm, "
+               f"RMS {100 * m['rms_error_m']:.1f} cm")
+    ws = m.get("window_summary")
+    if ws is not None and ws["windows"] >= 2:
+        def pm(key: str, scale: float = 1.0, unit: str = "", fmt: str = ".2f") -> str:
+            v = ws[key]
+            return "-" if v is None else (f"{scale * v['mean']:{fmt}} +- "
+                                          f"{scale * v['sd']:{fmt.lstrip('+')}}{unit}")
+        out.append(f"  over {ws['windows']} windows of {ws['window_s']:g} s (each aligned at "
+                   f"its start): RMS error {pm('rms_error_m', 100, ' cm', '.1f')}, path "
+                   f"ratio {pm('path_ratio')}, net displacement ratio {pm('distance_ratio')}, "
+                   f"heading diff {pm('heading_difference_deg', unit=' deg', fmt='+.1f')}")
+    return out

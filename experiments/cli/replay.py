@@ -8,7 +8,14 @@ import math
 import sys
 from pathlib import Path
 
-from aiko.experiments.cli.args import OUT_FOLDER_HELP, ArgError, nonneg, out_folder, positive
+from aiko.experiments.cli.args import (
+    OUT_FOLDER_HELP,
+    ArgError,
+    comparison_lines,
+    nonneg,
+    out_folder,
+    positive,
+)
 
 __all__ = ["add_parser", "cmd_replay", "add_model_options", "add_solver_options",
            "replay_options"]
@@ -125,11 +132,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                  + (f" +- {1e3 * r.delay_estimate.uncertainty:.0f} ms (estimated)"
                     if r.delay_estimate is not None else ""))
         print(f"{r.path.name}: {r.gait}, {r.duration:.1f} s, {r.kind} replay ({r.start}){delay}")
-        print(f"  link 6 final error {100 * m['final_error_m']:.1f} cm, RMS "
-              f"{100 * m['rms_error_m']:.1f} cm; distance experiment "
-              f"{m['distance_experiment_m']:.3f} m, model {m['distance_model_m']:.3f} m "
-              f"(ratio {m['distance_ratio']:.2f}); heading difference "
-              f"{m['heading_difference_deg']:+.1f} deg")
+        for line in comparison_lines(m):
+            print(f"  {line}")
         if r.against_logged is not None:
             print(f"  against the trial's own parallel model: RMS "
                   f"{1e3 * r.against_logged['rms_error_m']:.2f} mm")

@@ -413,18 +413,10 @@ def _print_comparison(report) -> None:
         if report.comparison_error:
             print(f"no comparison: {report.comparison_error}")
         return
-    print(f"link 6, experiment vs model over {m['duration_s']:.1f} s:")
-    rows = [("distance travelled", f"{m['distance_experiment_m']:.3f} m",
-             f"{m['distance_model_m']:.3f} m", f"ratio {m['distance_ratio']:.2f}"),
-            ("heading of travel", f"{m['heading_experiment_deg']:+.1f} deg",
-             f"{m['heading_model_deg']:+.1f} deg", f"diff {m['heading_difference_deg']:+.1f} deg"),
-            ("mean speed", f"{100 * m['speed_experiment_m_s']:.2f} cm/s",
-             f"{100 * m['speed_model_m_s']:.2f} cm/s", "")]
-    print(f"  {'':20s} {'experiment':>12s} {'model':>12s}")
-    for name, e, mo, extra in rows:
-        print(f"  {name:20s} {e:>12s} {mo:>12s}  {extra}")
-    print(f"  position error: final {100 * m['final_error_m']:.1f} cm, "
-          f"RMS {100 * m['rms_error_m']:.1f} cm")
+    from aiko.experiments.cli.args import comparison_lines
+
+    for line in comparison_lines(m):
+        print(line)
     if report.figure is not None:
         print(f"figure: {report.figure}")
     if report.json is not None:

@@ -162,7 +162,7 @@ class SimulatedRig:
         return 1000.0 * LAG_BIN * (min(k, LAG_BINS - 1) + 1)
 
     def status(self) -> dict:
-        out = {"t": self.clock.now(), "pid": os.getpid()}
+        out: dict[str, Any] = {"t": self.clock.now(), "pid": os.getpid()}
         if self.joints is not None:
             out.update(frames_in=self.joints.frames_in, frames_out=self.joints.frames_out)
         if self.aiko is not None:
