@@ -103,7 +103,8 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
     metrics = json.loads(out.with_suffix(".json").read_text())
     assert set(METRIC_KEYS) <= set(metrics) and metrics == comp["metrics"]
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "figure: " in run.stdout and "distance travelled" in run.stdout
+    assert "figure: " in run.stdout
+    assert "net displacement" in run.stdout and "path length" in run.stdout
     # sidewinding moves link 6 about 0.34 m in 5 s, and so does the experiment
     assert 0.2 < metrics["distance_experiment_m"] < 0.6
     assert 0.2 < metrics["distance_model_m"] < 0.6
