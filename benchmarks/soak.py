@@ -1,0 +1,162 @@
+"""A long trial on the simulated rig, and what the tools make of its log.
+
+    python benchmarks/soak.py --minutes 30                 # the soak
+    python benchmarks/soak.py --minutes 1 --figure soak.png
+
+Runs `aiko run GAIT --duration N*60` (realistic plant, the model in parallel)
+and samples every process of it (the runner, the simulated Aiko, the parallel
+model) every ``--every`` s from /proc: resident memory (RSS) and CPU seconds.
+Then it checks the log (every period's REFs and SYNC, motion capture at 20 Hz
+to the end) and runs `aiko info`, `aiko replay` and `aiko export --format blf`
+on it, each with its wall time and peak memory (VmHWM, sampled every 0.1 s).
+Prints a report with the machine; ``--figure`` draws RSS per process over
+time. Not part of the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from machine import describe
+from rig_realtime import _cpu_s, _descendants
+
+
+def _status_kb(pid: int, key: str) -> int | None:
+    try:
+        for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "aiko.experiments.cli", *args]
+
+
+def run_trial(gait: str, minutes: float, out: Path, every: float) -> tuple[list[dict], str]:
+    """The trial, sampled: rows of (t, role, pid, rss_mb, cpu_s); its output."""
+    proc = subprocess.Popen(_cli("run", gait, "--duration", str(60 * minutes), "--out",
+                                 str(out)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    t0 = time.monotonic()
+    rows: list[dict] = []
+    next_sample = t0
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now >= next_sample:
+            for pid, role in _descendants(proc.pid).items():
+                rss = _status_kb(pid, "VmRSS")
+                if rss is not None:
+                    rows.append({"t": now - t0, "role": role, "pid": pid, "rss_mb": rss / 1024,
+                                 "cpu_s": _cpu_s(pid)})
+            next_sample += every
+        time.sleep(0.2)
+    return rows, proc.stdout.read() if proc.stdout else ""
+
+
+def timed(argv: list[str]) -> dict:
+    """Run a command; its exit status, wall time and peak memory."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _status_kb(proc.pid, "VmHWM") or 0)
+        time.sleep(0.1)
+    out = proc.stdout.read() if proc.stdout else ""
+    return {"rc": proc.returncode, "wall_s": time.monotonic() - t0, "peak_mb": peak / 1024,
+            "last": out.strip().splitlines()[-1] if out.strip() else ""}
+
+
+def check_log(path: Path) -> dict:
+    """Periods, REFs, SYNCs and mocap samples in the log; the last mocap time."""
+    from aiko.experiments.files.triallog import read_trial
+
+    data = read_trial(path)
+    tx = data.records.get("/can/tx", [])
+    syncs = sum(1 for _, r in tx if r["id"] == 0x80)
+    refs = sum(1 for _, r in tx if 0x201 <= r["id"] <= 0x23F)
+    mocap = data.records.get("/mocap", [])
+    return {"syncs": syncs, "refs": refs, "mocap": len(mocap),
+            "mocap_last_s": mocap[-1][0] - mocap[0][0] if mocap else None,
+            "complete": data.complete}
+
+
+def growth(rows: list[dict]) -> dict[str, tuple[float, float, float]]:
+    """Per role: RSS after the first minute (after the first third of a trial
+    shorter than 3 minutes), at the end (MB) and the growth (%)."""
+    out = {}
+    start = min(60.0, max((r["t"] for r in rows), default=0.0) / 3)
+    for role in sorted({r["role"] for r in rows}):
+        mine = [r for r in rows if r["role"] == role]
+        after = [r for r in mine if r["t"] >= start] or mine
+        first, last = after[0]["rss_mb"], mine[-1]["rss_mb"]
+        out[role] = (first, last, 100.0 * (last - first) / first)
+    return out
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    for role in sorted({r["role"] for r in rows}):
+        mine = [r for r in rows if r["role"] == role]
+        ax.plot([r["t"] / 60 for r in mine], [r["rss_mb"] for r in mine], label=role)
+    ax.set_xlabel("time [min]")
+    ax.set_ylabel("resident memory [MB]")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    ax.set_title("soak: each process's memory during the trial")
+    fig.savefig(path, dpi=100)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--gait", default="sidewinding")
+    ap.add_argument("--every", type=float, default=10.0, help="seconds between samples")
+    ap.add_argument("--figure", type=Path, default=None)
+    ap.add_argument("--keep", type=Path, default=None, help="keep the log in this folder")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = a.keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / f"soak-{a.gait}.mcap"
+        rows, text = run_trial(a.gait, a.minutes, log, a.every)
+        summary = [line for line in text.splitlines() if line.startswith(("trial ", "period",
+                                                                          "simulated Aiko"))]
+        counts = check_log(log)
+        tools = {"info": timed(_cli("info", str(log))),
+                 "replay": timed(_cli("replay", str(log), "--out", str(folder / "replay"))),
+                 "export blf": timed(_cli("export", str(log), "--format", "blf", "--out",
+                                          str(folder / "export")))}
+        size_mb = log.stat().st_size / 1e6
+    print(f"machine: {describe()}")
+    print(f"{a.minutes:g} min of {a.gait}, log {size_mb:.1f} MB")
+    for line in summary:
+        print(f"  {line}")
+    print(f"  log: {counts}")
+    for role, (first, last, pct) in growth(rows).items():
+        cpu = max((r["cpu_s"] or 0.0) for r in rows if r["role"] == role)
+        print(f"  {role}: RSS {first:.0f} MB after the start, {last:.0f} MB at the end "
+              f"({pct:+.1f} %), CPU {cpu:.0f} s")
+    for name, r in tools.items():
+        print(f"  aiko {name}: exit {r['rc']}, {r['wall_s']:.1f} s, peak {r['peak_mb']:.0f} MB")
+    if a.figure is not None:
+        figure(rows, a.figure)
+        print(f"figure: {a.figure}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
