@@ -24,7 +24,7 @@ import can
 
 from aiko.experiments.files.triallog import TrialData
 
-__all__ = ["export_csv", "export_can", "trial_info", "can_messages", "FORMATS"]
+__all__ = ["export_csv", "export_can", "trial_info", "INFO_TOPICS", "can_messages", "FORMATS"]
 
 FORMATS = ("csv", "asc", "blf")
 
@@ -117,6 +117,11 @@ def export_csv(data: TrialData, folder: Path, stem: str) -> list[Path]:
     return written
 
 
+INFO_TOPICS = ("/events", "/references", "/comparison", "/steering")
+"""The channels :func:`trial_info` reads; the others it counts (``read_trial(path,
+INFO_TOPICS)`` keeps a long trial's CAN frames and samples out of memory)."""
+
+
 def trial_info(data: TrialData) -> dict:
     """What a trial holds (see the module docstring)."""
     def meta(key, default=None):
@@ -129,7 +134,6 @@ def trial_info(data: TrialData) -> dict:
         return default if raw is None else raw
 
     config = meta("config", {}) or {}
-    times = [t for recs in data.records.values() for t, _ in recs]
     ends = data.events("trial_end")
     comparison = data.records.get("/comparison", [])
     return {
@@ -137,9 +141,9 @@ def trial_info(data: TrialData) -> dict:
         "gait": meta("gait_name", "?"), "rig": config.get("rig"),
         "nodes": config.get("nodes"), "software_version": meta("software_version"),
         "git_revision": meta("git_revision"),
-        "duration_s": (max(times) - min(times)) if times else 0.0,
+        "duration_s": (data.span[1] - data.span[0]) if data.span else 0.0,
         "gait_periods": len(data.references("gait")[0]),
-        "channels": {ch: len(recs) for ch, recs in sorted(data.records.items())},
+        "channels": dict(sorted(data.counts.items())),
         "phases": [e["data"].get("phase") for _, e in data.events("phase")],
         "faults": [e["data"] for _, e in data.events("fault")],
         "end": ends[-1][1]["data"].get("reason") if ends else None,

@@ -21,10 +21,10 @@ def add_parser(sub) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from aiko.experiments.analysis.export import trial_info
+    from aiko.experiments.analysis.export import INFO_TOPICS, trial_info
     from aiko.experiments.files.triallog import read_trial
 
-    data = read_trial(args.trial)
+    data = read_trial(args.trial, topics=INFO_TOPICS)
     if not data.metadata:
         raise ArgError(f"aiko info: {args.trial}: not a trial log (no 'trial' metadata)")
     info = trial_info(data)

@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import struct
 import tempfile
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,6 +203,8 @@ class TrialData:
     records: dict = field(default_factory=dict)   # channel -> list of (t, dict)
     truncated: bool = False
     complete: bool = False
+    counts: dict = field(default_factory=dict)    # channel -> messages, read or not
+    span: tuple[float, float] | None = None       # first and last message time, s
 
     def times(self, channel: str) -> np.ndarray:
         return np.array([t for t, _ in self.records.get(channel, [])])
@@ -228,48 +232,67 @@ class TrialData:
                 or d["kind"] == kind]
 
 
-def read_trial(path: str | Path) -> TrialData:
-    """Load a trial log; a truncated file yields everything up to where it ends."""
-    from mcap.records import Attachment, Channel, Message, Metadata
-
+def read_trial(path: str | Path, topics: Collection[str] | None = None) -> TrialData:
+    """Load a trial log, streamed from the file; a truncated file yields
+    everything up to where it ends. ``topics``: parse and keep only these
+    channels' records (the others are counted in ``counts`` and ``span``
+    only), e.g. for a summary of a long trial without holding its every
+    CAN frame in memory."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            if f.read(len(MAGIC)) != MAGIC:
+                raise TrialLogError(str(path), "not an MCAP file")
+            f.seek(0)
+            data = TrialData(path)
+            _read_into(data, _records(f), topics)
+            f.seek(0, io.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - len(MAGIC)))
+            data.truncated = f.read() != MAGIC or size < 2 * len(MAGIC)
     except OSError as exc:
         raise TrialLogError(str(path), f"cannot read ({exc.strerror})") from exc
-    if not raw.startswith(MAGIC):
-        raise TrialLogError(str(path), "not an MCAP file")
-    data = TrialData(path)
+    data.complete = not data.truncated
+    return data
+
+
+def _read_into(data: TrialData, records, topics: Collection[str] | None) -> None:
+    from mcap.records import Attachment, Channel, Message, Metadata
+
     channels = {}
-    for rec in _records(raw):
+    lo, hi = math.inf, -math.inf
+    for rec in records:
         if isinstance(rec, Channel):
             channels[rec.id] = rec
         elif isinstance(rec, Message):
             ch = channels.get(rec.channel_id)
             if ch is None or ch.message_encoding != "json":
                 continue
+            t = rec.log_time * 1e-9
+            data.counts[ch.topic] = data.counts.get(ch.topic, 0) + 1
+            lo, hi = min(lo, t), max(hi, t)
+            if topics is not None and ch.topic not in topics:
+                continue
             try:
                 obj = json.loads(rec.data)
             except ValueError:
                 continue
-            data.records.setdefault(ch.topic, []).append((rec.log_time * 1e-9, obj))
+            data.records.setdefault(ch.topic, []).append((t, obj))
         elif isinstance(rec, Metadata) and rec.name == "trial":
             data.metadata = dict(rec.metadata)
         elif isinstance(rec, Attachment):
             data.attachments[rec.name] = rec.data
-    data.truncated = not raw.endswith(MAGIC)
-    data.complete = not data.truncated
-    return data
+    data.span = (lo, hi) if hi >= lo else None
 
 
 MAGIC = b"\x89MCAP0\r\n"
 
 
-def _records(raw: bytes):
+def _records(stream):
     """Every record of the stream, stopping quietly where a truncated file ends."""
     from mcap.stream_reader import StreamReader
 
     try:
-        yield from StreamReader(io.BytesIO(raw), skip_magic=False).records
+        yield from StreamReader(stream, skip_magic=False).records
     except (McapError, EOFError, ValueError, KeyError, IndexError, struct.error):
         return
