@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -69,8 +70,10 @@ class StreamStats:
     send_failures: int = 0
     states_matched: int = 0
     states_unmatched: int = 0
-    jitter: list[float] = field(default_factory=list)       # send - deadline, s
-    round_trips: list[float] = field(default_factory=list)  # SYNC to STATE, s
+    # compact (8 bytes a value, not a Python float's 32): a long trial keeps
+    # every period's jitter and every STATE's round trip
+    jitter: array = field(default_factory=lambda: array("d"))       # send - deadline, s
+    round_trips: array = field(default_factory=lambda: array("d"))  # SYNC to STATE, s
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import logging
+from array import array
+from collections import deque
 
 import numpy as np
 
@@ -23,6 +25,9 @@ from aiko.control.steering import SteeringLoop
 from aiko.drivers.mocap import MocapSample
 
 from .fanout import Event, Fanout, MocapRecord, SteeringPeriod
+
+RECENT_FRAMES = 1024
+"""Frame numbers remembered to take each frame once (about 10 s at 100 Hz)."""
 
 __all__ = ["MocapSink", "Steering"]
 
@@ -82,9 +87,11 @@ class MocapSink:
         self.fanout = fanout
         self.steering = steering
         self.want_links = want_links or steering is not None
-        self.t: list[float] = []
-        self.p: list[tuple] = []
-        self._frames: set[int] = set()
+        # the path in compact arrays (a long trial keeps every fresh frame)
+        self.t = array("d")
+        self.p = array("d")                       # x, y, z of each, flat
+        self._frames: set[int] = set()            # the recent frames seen
+        self._recent: deque[int] = deque()
         self.last_position: tuple | None = None
 
     def __call__(self, t: float, s: MocapSample | None) -> None:
@@ -95,9 +102,9 @@ class MocapSink:
         if s.position is not None:
             self.last_position = s.position
             if not s.stale and s.frame not in self._frames:
-                self._frames.add(s.frame)
+                self._remember(s.frame)
                 self.t.append(s.t_receive)
-                self.p.append(s.position)
+                self.p.extend(s.position)
                 if self.steering is not None:
                     self.steering.observe(s, links)
         self.fanout.emit(MocapRecord(t, s, links))
@@ -119,9 +126,17 @@ class MocapSink:
             markers[link] = self.last_position
         return markers
 
+    def _remember(self, frame: int) -> None:
+        """Keep the last RECENT_FRAMES frame numbers: a late datagram of a frame
+        seen is not taken twice, and memory stays bounded."""
+        self._frames.add(frame)
+        self._recent.append(frame)
+        if len(self._recent) > RECENT_FRAMES:
+            self._frames.discard(self._recent.popleft())
+
     def path(self, since: float | None) -> tuple[np.ndarray, np.ndarray]:
         """The fresh frames' receive times (n,) and positions (n, 3) from
         ``since`` on (the gait's start; None: all)."""
-        te, pe = np.array(self.t), np.array(self.p).reshape(-1, 3)
+        te, pe = np.array(self.t, dtype=float), np.array(self.p, dtype=float).reshape(-1, 3)
         keep = te >= (since if since is not None else -np.inf)
         return te[keep], pe[keep]

@@ -18,6 +18,7 @@ or the gait's start angles for the nodes that did not answer within
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 
 import numpy as np
@@ -51,8 +52,8 @@ class ModelService:
         self.clock = clock
         self.link = link
         self.markers = markers
-        self.t: list[float] = []
-        self.p: list[np.ndarray] = []
+        self.t = array("d")          # compact: a long trial keeps every sample
+        self.p = array("d")          # the compared link's x, y, z of each, flat
         model.on_sample = self.on_sample
         model.on_event = lambda kind, data: fanout.emit(Event(clock.now(), kind, data))
 
@@ -64,7 +65,7 @@ class ModelService:
     def on_sample(self, t: float, positions: np.ndarray, lag: float) -> None:
         p = positions[min(self.link, positions.shape[0]) - 1]
         self.t.append(t)
-        self.p.append(p)
+        self.p.extend(p[:3])
         self.fanout.emit(ModelSampled(t, positions, p, lag))
 
     async def start(self) -> None:
@@ -101,4 +102,4 @@ class ModelService:
         None before the first."""
         if not self.t:
             return None
-        return np.array(self.t), np.array(self.p).reshape(-1, 3)
+        return np.array(self.t, dtype=float), np.array(self.p, dtype=float).reshape(-1, 3)

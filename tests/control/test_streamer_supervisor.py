@@ -111,7 +111,7 @@ def test_state_replies_are_matched_to_their_sync():
     s.on_state(clock.now(), JointState(2, 0, 0, 0, 0, Status(1), 0))   # duplicate
     s.on_state(clock.now(), JointState(1, 0, 0, 0, 0, Status(1), 77))  # no such SYNC
     assert s.stats.states_matched == 2 and s.stats.states_unmatched == 2
-    assert s.stats.round_trips == [pytest.approx(0.003)] * 2
+    assert list(s.stats.round_trips) == [pytest.approx(0.003)] * 2
 
 
 def rx(clock, frame):
