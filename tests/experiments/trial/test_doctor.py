@@ -5,6 +5,7 @@ UDP sender on loopback, the disk and the report. The command against
 
 import asyncio
 import uuid
+from pathlib import Path
 
 import can
 import pytest
@@ -231,3 +232,18 @@ def test_disk(tmp_path):
     assert bad.status == Status.FAIL and "is a file" in bad.seen
     huge = check_disk(tmp_path, 1e12)                  # 64 PB of log
     assert huge.status == Status.FAIL and "free" in huge.seen
+
+
+def test_disk_a_folder_that_takes_no_file(tmp_path):
+    """A folder that exists but takes no file: permissions for a user; as root
+    (who writes anywhere else), procfs, where no process may create a file."""
+    import os
+    if os.geteuid() != 0:
+        folder = tmp_path / "locked"
+        folder.mkdir()
+        folder.chmod(0o555)
+    else:
+        folder = Path("/proc/self")
+    row = check_disk(folder, 60.0)
+    assert row.status == Status.FAIL and "not writable" in row.seen
+    assert "permissions" in row.hint
