@@ -24,7 +24,8 @@ import can
 
 from aiko.experiments.files.triallog import TrialData
 
-__all__ = ["export_csv", "export_can", "trial_info", "INFO_TOPICS", "can_messages", "FORMATS"]
+__all__ = ["export_csv", "export_can", "trial_info", "INFO_TOPICS", "CAN_TOPICS", "can_messages",
+           "FORMATS"]
 
 FORMATS = ("csv", "asc", "blf")
 
@@ -116,6 +117,9 @@ def export_csv(data: TrialData, folder: Path, stem: str) -> list[Path]:
                                for t, d in events)))
     return written
 
+
+CAN_TOPICS = ("/can/tx", "/can/rx", "/events")
+"""The channels :func:`export_can` reads (the frames and the trial's wall-clock start)."""
 
 INFO_TOPICS = ("/events", "/references", "/comparison", "/steering")
 """The channels :func:`trial_info` reads; the others it counts (``read_trial(path,

@@ -26,10 +26,11 @@ def add_parser(sub) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from aiko.experiments.analysis.export import export_can, export_csv
+    from aiko.experiments.analysis.export import CAN_TOPICS, export_can, export_csv
     from aiko.experiments.files.triallog import read_trial
 
-    data = read_trial(args.trial)
+    # a CAN log needs the frames only: the other channels are not held in memory
+    data = read_trial(args.trial, topics=None if args.format == "csv" else CAN_TOPICS)
     if not data.metadata:
         raise ArgError(f"aiko export: {args.trial}: not a trial log (no 'trial' metadata)")
     out_folder("export", args.out)
