@@ -105,12 +105,17 @@ def _json_field(meta: dict, key: str, default):
         return raw
 
 
+REPLAY_TOPICS = ("/references", "/mocap", "/model", "/joint_state", "/events")
+"""The channels a replay reads; the CAN frames, the bulk of a log, are only
+counted (a long trial's replay does not hold them in memory)."""
+
+
 def load_replay(path: str | Path) -> ReplayInput:
     """Read a trial log for a replay; ReplayError names the file and what is
     missing. A truncated file gives what it holds (``truncated`` is set)."""
     path = Path(path)
     try:
-        data = read_trial(path)
+        data = read_trial(path, topics=REPLAY_TOPICS)
     except TrialLogError as exc:
         raise ReplayError(str(path), exc.args[0].split(": ", 1)[-1]) from exc
     if not data.metadata:
@@ -140,7 +145,7 @@ def load_replay(path: str | Path) -> ReplayInput:
     t0, q0, source = _start(data, params, t_refs, refs, exp)
     t_end = float(t_refs[-1] + period)
     if data.truncated:
-        last = max((t for recs in data.records.values() for t, _ in recs), default=t_end)
+        last = data.span[1] if data.span is not None else t_end
         t_end = min(t_end, float(last))
     return ReplayInput(path, path.stem, str(meta.get("gait_name", "?")), nodes, float(period),
                        t_refs, refs, t0, q0, source, t_end, exp, params, data.truncated, meta,
