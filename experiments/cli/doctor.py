@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -58,25 +57,19 @@ def add_parser(sub) -> None:
 def doctor_config(args: argparse.Namespace):
     """The rig to check from the rig file and the flags (``args`` updated with
     the merged values), and the rig file read (None without one)."""
-    from dataclasses import replace
-
     from aiko.drivers.can_bus import check_interface
-    from aiko.drivers.telemetry import MqttConfig
-    from aiko.experiments.cli.rig_settings import resolve
+    from aiko.experiments.cli.rig_settings import mqtt_config, resolve
+    from aiko.experiments.files.rig_file import RigFileError
     from aiko.experiments.trial.doctor import DoctorConfig
 
     _, rig = resolve(args, "doctor")
     check_interface(args.can_interface, args.can_channel)
     source = args.mocap_source or "none"
     mqtt, problem = None, None
-    if args.mqtt:
-        mqtt = MqttConfig.from_url(args.mqtt, args.mqtt_ca)
-        env = args.mqtt_password_env
-        if env is not None:
-            if env in os.environ:
-                mqtt = replace(mqtt, password=os.environ[env])
-            else:
-                problem = f"the broker's password: the environment variable {env} is not set"
+    try:   # a password variable not set is the broker's row failing, not bad input
+        mqtt = mqtt_config(args)
+    except RigFileError as exc:
+        problem = str(exc)
     return rig, DoctorConfig(
         can_interface=args.can_interface, can_channel=args.can_channel, bitrate=args.bitrate,
         nodes=args.nodes, mocap_source=source,

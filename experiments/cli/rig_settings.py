@@ -15,7 +15,8 @@ from aiko.control.preflight import OMEGA_MAX
 from aiko.experiments.cli.args import ArgError
 from aiko.experiments.files.rig_file import RigFile, Setting, find_rig_file, load_rig_file, merge
 
-__all__ = ["RIG_DEFAULTS", "resolve", "describe", "as_metadata", "mocap_spec", "without_password"]
+__all__ = ["RIG_DEFAULTS", "resolve", "describe", "as_metadata", "mocap_spec", "without_password",
+           "mqtt_config"]
 
 RIG_DEFAULTS: dict[str, Any] = {
     "rig": "simulated", "can_interface": "socketcan", "can_channel": "can0", "bitrate": None,
@@ -68,6 +69,22 @@ def resolve(args: argparse.Namespace, command: str) -> tuple[dict[str, Setting],
         setattr(args, name, s.value)
     args.mocap = mocap_spec(settings)
     return settings, rig
+
+
+def mqtt_config(args: argparse.Namespace):
+    """The broker's settings from the merged ``args`` (None without a broker):
+    the URL, its CA file, the password from the environment variable the rig
+    file names (RigFileError when that variable is not set)."""
+    from dataclasses import replace
+
+    from aiko.drivers.telemetry import MqttConfig
+    from aiko.experiments.files.rig_file import mqtt_password
+
+    if not args.mqtt:
+        return None
+    cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca)
+    password = mqtt_password(args.mqtt_password_env, str(args.rig_file or "aiko.toml"))
+    return cfg if password is None else replace(cfg, password=password)
 
 
 def mocap_spec(settings: dict[str, Setting]) -> str | None:

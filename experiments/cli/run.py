@@ -254,7 +254,7 @@ def session_from_args(args: argparse.Namespace, duration: float | None, gait_nam
     import math
 
     from aiko.control.supervisor import FaultPolicy
-    from aiko.experiments.cli.rig_settings import without_password
+    from aiko.experiments.cli.rig_settings import mqtt_config, without_password
     from aiko.experiments.files.scene_file import load_scene
     from aiko.experiments.trial.runner import TrialConfig
     from aiko.experiments.trial.session import SessionConfig
@@ -268,7 +268,7 @@ def session_from_args(args: argparse.Namespace, duration: float | None, gait_nam
     mocap_port = args.mocap_port
     if not simulated and mocap_kind == "vicon-udp" and mocap_port is None:
         mocap_port = 51001
-    mqtt_cfg = _mqtt(args)
+    mqtt_cfg = mqtt_config(args)
     policy = FaultPolicy(stop_on_current_limit="current-limit" not in args.tolerate,
                          stop_on_encoder_fault="encoder-fault" not in args.tolerate)
     config = TrialConfig(gait=args.gait, nodes=args.nodes, duration=duration, rig=args.rig,
@@ -289,21 +289,6 @@ def session_from_args(args: argparse.Namespace, duration: float | None, gait_nam
                          live=None if args.live is None else (args.live_host, args.live),
                          foxglove=None if args.foxglove is None
                          else (args.live_host, args.foxglove), settings=settings)
-
-
-def _mqtt(args: argparse.Namespace):
-    """The broker's settings: the URL, its CA file, the password from the
-    environment variable the rig file names."""
-    from dataclasses import replace
-
-    from aiko.drivers.telemetry import MqttConfig
-    from aiko.experiments.files.rig_file import mqtt_password
-
-    if not args.mqtt:
-        return None
-    cfg = MqttConfig.from_url(args.mqtt, args.mqtt_ca)
-    password = mqtt_password(args.mqtt_password_env, str(args.rig_file or "aiko.toml"))
-    return cfg if password is None else replace(cfg, password=password)
 
 
 def _default_out(args: argparse.Namespace, gait_name: str) -> Path:

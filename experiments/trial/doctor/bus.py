@@ -54,7 +54,6 @@ slowest: one late answer is the PC or an emulator that stood still for a
 moment, not the module."""
 CONFIRM_TIMEOUT = 0.35
 """Seconds to wait for the heartbeats that confirm a module's state put back."""
-HEARTBEAT_PERIOD = 0.1
 
 _BACK = {NodeState.PRE_OPERATIONAL: NmtCommand.ENTER_PRE_OPERATIONAL,
          NodeState.STOPPED: NmtCommand.STOP}
