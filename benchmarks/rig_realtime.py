@@ -39,7 +39,7 @@ _PATTERNS = {
 }
 
 
-def _descendants(root: int) -> dict[int, str]:
+def descendants(root: int) -> dict[int, str]:
     """{pid: role} of root and every process below it."""
     parents: dict[int, int] = {}
     for d in Path("/proc").iterdir():
@@ -62,7 +62,7 @@ def _descendants(root: int) -> dict[int, str]:
     return out
 
 
-def _cpu_s(pid: int) -> float | None:
+def cpu_seconds(pid: int) -> float | None:
     try:
         fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
@@ -81,8 +81,8 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     cpu: dict[int, tuple[str, float]] = {}
     while proc.poll() is None:
-        for pid, role in _descendants(proc.pid).items():
-            c = _cpu_s(pid)
+        for pid, role in descendants(proc.pid).items():
+            c = cpu_seconds(pid)
             if c is not None:
                 cpu[pid] = (role, c)
         time.sleep(0.5)

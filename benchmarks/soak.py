@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from machine import describe
-from rig_realtime import _cpu_s, _descendants
+from rig_realtime import cpu_seconds, descendants
 
 
 def _status_kb(pid: int, key: str) -> int | None:
@@ -52,11 +52,11 @@ def run_trial(gait: str, minutes: float, out: Path, every: float) -> tuple[list[
     while proc.poll() is None:
         now = time.monotonic()
         if now >= next_sample:
-            for pid, role in _descendants(proc.pid).items():
+            for pid, role in descendants(proc.pid).items():
                 rss = _status_kb(pid, "VmRSS")
                 if rss is not None:
                     rows.append({"t": now - t0, "role": role, "pid": pid, "rss_mb": rss / 1024,
-                                 "cpu_s": _cpu_s(pid)})
+                                 "cpu_s": cpu_seconds(pid)})
             next_sample += every
         time.sleep(0.2)
     return rows, proc.stdout.read() if proc.stdout else ""
