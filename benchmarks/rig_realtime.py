@@ -10,7 +10,8 @@ several runs each, with what the trial summary reports:
 Per run: SYNC->STATE p50/p99/max (the runner's round trips, one per STATE),
 the physics' lag p99/max and late updates (> 10 ms) as the simulated Aiko
 reports them, late periods, and the CPU seconds of each process (sampled from
-/proc every 0.5 s: the runner, the simulated Aiko, the parallel model).
+/proc every 0.5 s: the runner, the simulated Aiko's modules and its physics
+process, the parallel model).
 ``--compare DIR`` runs every run a second time with DIR on PYTHONPATH first
 (a folder holding an ``aiko`` package, e.g. symlinks into another checkout),
 alternating, so that the machine's drift hits both alike. Not part of the tests.
@@ -36,6 +37,7 @@ _PATTERNS = {
     "rtt": r"SYNC->STATE p50 ([\d.]+) ms, p99 ([\d.]+) ms(?:, max ([\d.]+) ms)?",
     "lag": r"physics lag max ([\d.]+) ms(?:, p99 ([\d.]+) ms)?, (\d+) late updates",
     "periods": r"(\d+) periods, (\d+) late, (\d+) missed",
+    "answer": r"SYNC->STATE on its bus p99 ([\d.]+) ms, max ([\d.]+) ms",
 }
 
 
@@ -48,17 +50,22 @@ def descendants(root: int) -> dict[int, str]:
                 parents[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 pass
-    out, todo = {}, [root]
+    out: dict[int, str] = {}
+    todo = [(root, "runner")]
     while todo:
-        pid = todo.pop()
+        pid, role = todo.pop()
         try:
             cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        role = ("simulated Aiko" if b"emulate" in cmd else
-                "parallel model" if b"parallel_model" in cmd else "runner")
+        if b"emulate" in cmd:
+            role = "simulated Aiko"
+        elif b"parallel_model" in cmd:
+            role = "parallel model"
+        elif b"multiprocessing" in cmd and role == "simulated Aiko":
+            role = "physics"      # the simulated Aiko's physics process
         out[pid] = role
-        todo += [p for p, pp in parents.items() if pp == pid]
+        todo += [(p, role) for p, pp in parents.items() if pp == pid]
     return out
 
 
@@ -96,6 +103,8 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
                    late_updates=int(m[3]))
     if m := re.search(_PATTERNS["periods"], text):
         row.update(periods=int(m[1]), late_periods=int(m[2]), missed=int(m[3]))
+    if m := re.search(_PATTERNS["answer"], text):
+        row.update(rig_p99=float(m[1]), rig_max=float(m[2]))
     for role, c in cpu.values():
         row[f"cpu {role}"] = row.get(f"cpu {role}", 0.0) + c
     if proc.returncode != 0:
@@ -103,8 +112,9 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
     return row
 
 
-COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "lag_p99", "lag_max", "late_updates",
-           "late_periods", "cpu runner", "cpu simulated Aiko", "cpu parallel model")
+COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "rig_p99", "rig_max", "lag_p99", "lag_max", "late_updates",
+           "late_periods", "cpu runner", "cpu simulated Aiko", "cpu physics",
+           "cpu parallel model")
 
 
 def _line(label: str, row: dict) -> str:

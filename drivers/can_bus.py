@@ -116,7 +116,8 @@ class _Bridge(can.Listener):
         log.error("CAN receive failed: %s", exc)
 
 
-_PYSERIAL_MODULES = ("can.interfaces.slcan", "can.interfaces.serial.serial_can",
+_PYSERIAL_MODULES = ("can.interfaces.slcan", "aiko.drivers.slcan_bulk",
+                     "can.interfaces.serial.serial_can",
                      "can.interfaces.robotell", "can.interfaces.seeedstudio.seeedstudio")
 
 
@@ -163,7 +164,12 @@ class CanDriver:
         if interface == "slcan":
             extra.setdefault("sleep_after_open", 0)
         try:
-            bus = can.Bus(interface=interface, channel=channel, ignore_config=True, **extra)
+            bus: can.BusABC
+            if interface == "slcan":
+                from .slcan_bulk import BulkSlcanBus
+                bus = BulkSlcanBus(channel, **extra)
+            else:
+                bus = can.Bus(interface=interface, channel=channel, ignore_config=True, **extra)
         except (can.CanError, OSError, ValueError, ImportError, NotImplementedError) as exc:
             raise CanDriverError(interface, channel, str(exc) or type(exc).__name__) from exc
         return cls(bus, clock, owns_bus=True, **kwargs)
@@ -181,12 +187,12 @@ class CanDriver:
 
     def _readable(self, bridge: _Bridge) -> None:
         """Read every frame the descriptor holds. A ``recv(0)`` that returns
-        None does not mean nothing is left: python-can's slcan reads pyserial
-        byte by byte, as many bytes a call as ``in_waiting`` says, and over
-        ``socket://`` that is 0 or 1, so a call took one byte of a frame and the
-        rest waited a loop iteration each (a STATE 22 of them, the ten STATEs
-        of a SYNC about 10 ms). Reading goes on while the descriptor is
-        readable, at most :data:`_MAX_READS` calls, so no loop iteration waits."""
+        None does not mean nothing is left: an interface may return after part
+        of a frame (python-can's own slcan reads one byte a call; ours,
+        :class:`~aiko.drivers.slcan_bulk.BulkSlcanBus`, what the line holds,
+        which can end inside a frame). Reading goes on while the descriptor
+        is readable, at most :data:`_MAX_READS` calls, so no loop iteration
+        waits."""
         fd = self._fd
         try:
             for _ in range(_MAX_READS):

@@ -19,10 +19,16 @@ import can
 
 from .codec import encode
 from .emulator import JointModule, Outgoing
+from .protocol import MAX_NODE_ID, STATE_BASE, SYNC_ID
 
-__all__ = ["EmulatedJoints"]
+__all__ = ["EmulatedJoints", "ANSWER_BIN"]
 
 log = logging.getLogger(__name__)
+
+ANSWER_BIN = 0.0005
+ANSWER_BINS = 2000
+"""The modules' answer times (a SYNC's arrival on the bus to each STATE put
+on it) go into a histogram of 0.5 ms bins up to 1 s."""
 
 
 class EmulatedJoints:
@@ -41,6 +47,29 @@ class EmulatedJoints:
         self.send_errors = 0
         self._heap: list[tuple[float, int, Outgoing]] = []
         self._seq = itertools.count()
+        self.answer_counts = [0] * ANSWER_BINS
+        self.answer_max = 0.0
+        self._sync_stamp: float | None = None    # bus timestamp of the last SYNC
+
+    def answer_percentile(self, q: float) -> float | None:
+        """The q-th percentile of the answer times so far, s (the upper edge of
+        its bin); None before the first STATE answering a SYNC."""
+        total = sum(self.answer_counts)
+        if total == 0:
+            return None
+        goal, seen = q / 100.0 * total, 0
+        for k, c in enumerate(self.answer_counts):
+            seen += c
+            if seen >= goal:
+                return ANSWER_BIN * (k + 1)
+        return ANSWER_BIN * ANSWER_BINS
+
+    def _answered(self, stamp: float) -> None:
+        if self._sync_stamp is None:
+            return
+        dt = max(0.0, stamp - self._sync_stamp)
+        self.answer_counts[min(int(dt / ANSWER_BIN), ANSWER_BINS - 1)] += 1
+        self.answer_max = max(self.answer_max, dt)
 
     def module(self, node: int) -> JointModule:
         for m in self.modules:
@@ -60,6 +89,8 @@ class EmulatedJoints:
                 self.bus.send(can.Message(arbitration_id=ident, data=data, is_extended_id=False),
                               timeout=0.05)
                 self.frames_out += 1
+                if STATE_BASE < ident <= STATE_BASE + MAX_NODE_ID:
+                    self._answered(time.time())
             except can.CanError as exc:
                 self.send_errors += 1
                 log.warning("emulated joint could not send 0x%03X: %s", ident, exc)
@@ -96,6 +127,8 @@ class EmulatedJoints:
                 now = self.clock()
                 for msg in received:
                     self.frames_in += 1
+                    if msg.arbitration_id == SYNC_ID and not msg.is_extended_id:
+                        self._sync_stamp = msg.timestamp
                     for m in self.modules:
                         self._queue(m.receive(now, msg.arbitration_id, bytes(msg.data),
                                               is_extended=msg.is_extended_id,

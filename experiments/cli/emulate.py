@@ -109,11 +109,11 @@ def cmd_emulate(args: argparse.Namespace) -> int:
                                  plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
                                  mu_y=args.mu_y, scene=scene,
                                  status_interval=args.status_interval))
-    if rig.aiko is not None:
+    if rig.model is not None and rig.start_state is not None:
         from aiko.experiments.files.scene_file import check_clear
         from aiko.model.scene import SceneError
         try:
-            check_clear(rig.aiko.model, rig.aiko.state, "the simulated Aiko's start posture")
+            check_clear(rig.model, rig.start_state, "the simulated Aiko's start posture")
         except SceneError as exc:
             raise ArgError(f"aiko emulate: {exc}") from exc
     out = _Output(args, scene, faults, plant is not None)

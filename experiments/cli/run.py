@@ -371,6 +371,9 @@ def _print_rig(result, report) -> None:
         print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms"
               + (f", p99 {p99:.1f} ms" if p99 is not None else "")
               + f", {report.plant.get('late_updates', 0)} late updates (> 10 ms)")
+    if report.plant.get("answer_p99_ms") is not None:
+        print(f"simulated Aiko: SYNC->STATE on its bus p99 {report.plant['answer_p99_ms']:.1f} ms,"
+              f" max {report.plant['answer_max_ms']:.1f} ms")
     m = result.model
     if m:
         if m.get("stopped"):

@@ -9,9 +9,13 @@ a child process.
 
 :class:`SimulatedRig` is an asyncio service: ``await rig.run(on_ready)`` serves
 until cancelled. Its tasks, in one TaskGroup: ``joints`` (the modules, which
-advance the physics after each of their 2 ms ticks), ``mocap-sender`` and
-``status``. The physics always advances to the clock's present: when it cannot
-keep up its lag grows and is counted, the robot's time never slows.
+record their motors for the physics after each of their 2 ms ticks and take
+the physics' updates in), ``mocap-sender`` and ``status``. The physics runs in
+a process of its own (:class:`~aiko.experiments.rig.physics.PhysicsProcess`)
+and always advances toward the modules' present, each step with the motors'
+angles of its own time: the modules answer the bus on their own clock whatever
+the physics costs, and when the physics cannot keep up its lag grows and is
+counted; the robot's time never slows.
 """
 
 from __future__ import annotations
@@ -24,16 +28,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import can
 import numpy as np
 
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
-from aiko.experiments.rig.plant import MocapView, PlantParams, SimulatedAiko, peg_objects
+from aiko.drivers.priority import Priority, request_realtime
+from aiko.experiments.rig.physics import PhysicsProcess, PhysicsUpdate
+from aiko.experiments.rig.plant import MocapView, PlantParams, peg_objects
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
+from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter
-from aiko.model import SnakeModel, SnakeParams
+from aiko.model import SnakeModel, SnakeParams, SnakeState
 from aiko.model.errors import AikoError
 from aiko.model.posture import posture_from_joint_angles
 from aiko.model.scene import Scene
@@ -45,18 +51,18 @@ log = logging.getLogger(__name__)
 LATE_LAG = 0.010
 """A physics update that ends this far (s) behind the clock counts as late."""
 
-UPDATE_BUDGET = 0.004
-"""Wall time (s) one physics update may take before it yields to the modules
-and the network; what it could not do waits for the next tick (lag)."""
-
 LAG_BIN = 0.0005
 LAG_BINS = 4000
 """The lag after every update goes into a histogram of 0.5 ms bins up to 2 s
 (the last bin holds everything longer): its 99th percentile goes into the
 status."""
 
-CHUNK_STEPS = 8
-"""Steps per model call inside an update (2 ms at dt 0.25 ms)."""
+PHYSICS_NICE = 0
+"""How much lower the physics process's scheduling priority is than the
+modules'. The modules' process asks for the real-time class
+(:func:`~aiko.drivers.priority.request_realtime`), so the physics needs no
+lower priority to leave them the processor; at nice 10 it fell seconds behind
+when the machine was busy (lateral undulation needs about a core)."""
 
 
 class RigStartError(AikoError):
@@ -100,7 +106,10 @@ class SimulatedRig:
         self.modules = [JointModule(i, **module_kw,
                                     faults=config.faults.get(i, FaultConfig()))
                         for i in range(1, config.nodes + 1)]
-        self.aiko: SimulatedAiko | None = None
+        self.model: SnakeModel | None = None
+        self.start_state: SnakeState | None = None
+        self.physics: PhysicsProcess | None = None
+        self.last: PhysicsUpdate | None = None      # the physics' newest update
         self.view: MocapView | None = None
         if plant is not None and config.nodes + 1 + len(config.scene.pegs) > 255:
             raise RigStartError("scene", f"{len(config.scene.pegs)} pegs and "
@@ -123,28 +132,45 @@ class SimulatedRig:
                                                          f"for {config.nodes} joints")
                 state = model.state_from_q(posture_from_joint_angles(
                     model.params, angles[:, 0], angles[:, 1]))
-            self.aiko = SimulatedAiko(model, self.modules, state=state)
+            state = model.initial_state() if state is None else state
+            for m, a in zip(self.modules, model.joint_angles(state), strict=True):
+                m.set_angles(a[0], a[1])
+            self.model, self.start_state = model, state
+            self.physics = PhysicsProcess(
+                model, state, np.array([m.params.backlash for m in self.modules]),
+                nice=PHYSICS_NICE)
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
                                   seed=plant.seed, fixed=peg_objects(config.scene))
-            self.view.record(0.0, self.aiko.positions(), self.aiko.rotations())
+            self.view.record(0.0, state.positions, model.rotations(state))
         self.clock = TrialClock()
         self.late_updates = 0
         self.max_lag = 0.0
         self.lag_counts = np.zeros(LAG_BINS, dtype=np.int64)   # lag after each update
         self.updates = 0
         self.channel: str | None = None
+        self.priority: Priority | None = None
         self.sender: ViconUdpSender | None = None
         self.joints: EmulatedJoints | None = None
 
     def _after_tick(self, now: float) -> None:
-        aiko = self.aiko
-        assert aiko is not None and self.view is not None  # hooked only with a plant
-        aiko.note_motors(now)
-        stop = time.monotonic() + UPDATE_BUDGET
-        while aiko.advance(now, CHUNK_STEPS) and time.monotonic() < stop:
-            pass
-        self.view.record(aiko.t, aiko.positions(), aiko.rotations())
-        lag = self.clock.now() - aiko.t
+        physics = self.physics
+        assert physics is not None  # hooked only with a plant
+        mods = self.modules
+        physics.note_motors(now, np.array([m.motor_angles for m in mods]),
+                            np.array([m.motor_speeds for m in mods]),
+                            np.array([m.motors_driven for m in mods]))
+        for update in physics.updates():
+            self._take(update)
+
+    def _take(self, update: PhysicsUpdate) -> None:
+        """The physics' update into the modules' link side, motion capture
+        and the lag statistics."""
+        assert self.view is not None
+        for m, a in zip(self.modules, update.angles, strict=True):
+            m.set_link_angles(a[0], a[1])
+        self.view.record(update.t, update.positions, update.rotations)
+        self.last = update
+        lag = self.clock.now() - update.t
         self.lag_counts[min(int(lag / LAG_BIN), LAG_BINS - 1) if lag > 0 else 0] += 1
         self.updates += 1
         if lag > self.max_lag:
@@ -164,11 +190,17 @@ class SimulatedRig:
     def status(self) -> dict:
         out: dict[str, Any] = {"t": self.clock.now(), "pid": os.getpid()}
         if self.joints is not None:
-            out.update(frames_in=self.joints.frames_in, frames_out=self.joints.frames_out)
-        if self.aiko is not None:
-            out.update(physics_t=self.aiko.t, steps=self.aiko.steps,
-                       unconverged=self.aiko.unconverged, late_updates=self.late_updates,
-                       max_lag_ms=1000.0 * self.max_lag, lag_p99_ms=self.lag_percentile(99))
+            j = self.joints
+            p99 = j.answer_percentile(99)
+            out.update(frames_in=j.frames_in, frames_out=j.frames_out,
+                       answer_p99_ms=None if p99 is None else 1000.0 * p99,
+                       answer_max_ms=1000.0 * j.answer_max)
+        if self.physics is not None:
+            last = self.last
+            out.update(physics_t=last.t if last else 0.0, steps=last.steps if last else 0,
+                       unconverged=last.unconverged if last else 0,
+                       late_updates=self.late_updates, max_lag_ms=1000.0 * self.max_lag,
+                       lag_p99_ms=self.lag_percentile(99), physics_pid=self.physics.pid)
         out["cpu_s"] = time.process_time()
         if self.sender is not None:
             out.update(mocap_frames=self.sender.sent)
@@ -178,10 +210,23 @@ class SimulatedRig:
                   on_status: Callable[[dict], None] | None = None) -> None:
         """Serve until cancelled. ``on_ready`` gets the CAN channel and the UDP
         target once the adapter listens."""
+        if self.physics is None:
+            await self._serve(on_ready, on_status)
+            return
+        try:
+            self.last = await asyncio.to_thread(self.physics.start)
+            self.priority = request_realtime()
+            log.info("joint modules' process: %s", self.priority)
+            await self._serve(on_ready, on_status)
+        finally:
+            await asyncio.to_thread(self.physics.close)
+
+    async def _serve(self, on_ready: Callable[[dict], None] | None,
+                     on_status: Callable[[dict], None] | None) -> None:
         cfg = self.config
         name = f"aiko-rig-{os.getpid()}-{id(self)}"
-        node_bus = can.Bus(interface="virtual", channel=name, ignore_config=True)
-        adapter_bus = can.Bus(interface="virtual", channel=name, ignore_config=True)
+        node_bus = LoopBus(name)          # the modules' end, read on this loop
+        adapter_bus = LoopBus(name)       # the adapter's
         try:
             try:
                 adapter = SlcanAdapter(adapter_bus, host=cfg.host, port=cfg.port)
@@ -194,13 +239,13 @@ class SimulatedRig:
                 self.clock = TrialClock()  # time 0: the modules power up now
                 self.joints = EmulatedJoints(
                     node_bus, self.modules, clock=self.clock.now,
-                    after_tick=self._after_tick if self.aiko is not None else None)
-                if self.aiko is not None and cfg.plant is not None and self.view is not None:
+                    after_tick=self._after_tick if self.physics is not None else None)
+                if self.physics is not None and cfg.plant is not None and self.view is not None:
                     self.sender = ViconUdpSender(cfg.udp_target, self.view.objects, self.clock,
                                                  cfg.plant.mocap_rate)
                 if on_ready is not None:
                     on_ready({"channel": self.channel, "nodes": cfg.nodes,
-                              "udp_target": cfg.udp_target if self.aiko is not None else None})
+                              "udp_target": cfg.udp_target if self.physics is not None else None})
                 async with asyncio.TaskGroup() as tg:
                     tg.create_task(self.joints.run(), name="joints")
                     if self.sender is not None:

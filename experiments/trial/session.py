@@ -31,6 +31,7 @@ from aiko.control.steering import SteeringError, steering_loop
 from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
+from aiko.drivers.priority import request_normal, request_realtime
 from aiko.experiments.analysis.compare import ComparisonError, compare_paths, save_comparison
 from aiko.experiments.files.scene_file import scene_json
 from aiko.experiments.files.triallog import TrialLog, check_log_path
@@ -311,6 +312,7 @@ async def _run_logged_trial(config: SessionConfig, gait: Gait, report: SessionRe
                 telemetry = MqttTelemetry(config.mqtt, Path(config.out).stem)
 
             def on_end(result: TrialResult) -> None:
+                request_normal()          # the comparison and figure are no hurry
                 report.result = result
                 _compare(report, result, gait, tlog, clock, config.scene)
                 if report.metrics is not None:
@@ -319,10 +321,17 @@ async def _run_logged_trial(config: SessionConfig, gait: Gait, report: SessionRe
                 if tc.steering is not None:
                     _steering_report(report, tlog, gait, clock)
 
-            return await run_trial(tc_run, gait, can_io, clock, tlog, mocap_source=mocap,
-                                   telemetry=telemetry, status=status, model=model,
-                                   model_params=params, children=children, on_end=on_end,
-                                   viewers=viewers)
+            priority = request_realtime()
+            log.info("trial runner: %s", priority)
+            tlog.write("/events", clock.now(), {"kind": "priority",
+                                                "data": {"runner": str(priority)}})
+            try:
+                return await run_trial(tc_run, gait, can_io, clock, tlog, mocap_source=mocap,
+                                       telemetry=telemetry, status=status, model=model,
+                                       model_params=params, children=children, on_end=on_end,
+                                       viewers=viewers)
+            finally:
+                request_normal()
 
 
 def _with_channel(tc: TrialConfig, channel: str) -> TrialConfig:

@@ -57,3 +57,47 @@ def test_a_burst_of_slcan_frames_arrives_within_one_loop_iteration():
     before, got = asyncio.run(main())
     assert [f.node for f in got] == list(range(1, 11)), (before, got)
     assert all(isinstance(f, JointState) and f.sync_echo == 7 for f in got)
+
+
+def test_bulk_slcan_reads_frames_split_anywhere_and_answers_in_order():
+    """What the line holds is read at once; a frame cut across two reads is
+    kept until its CR; BEL (an error answer) ends a message too."""
+    import socket
+    import threading
+
+    import can
+
+    from aiko.drivers.slcan_bulk import BulkSlcanBus
+
+    frames = [can.Message(arbitration_id=0x180 + n, data=bytes([n] * 8), is_extended_id=False)
+              for n in range(1, 6)]
+    stream = b"".join(format_frame(m) for m in frames)
+    cut = [7, 30, 31, 60, len(stream)]
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    done = threading.Event()
+
+    def serve():
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(1 << 16)                    # the bus's opening commands
+            start = 0
+            for end in cut:
+                conn.sendall(stream[start:end])
+                start = end
+                time.sleep(0.02)
+            conn.sendall(b"\x07")
+            done.wait(5)
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    bus = BulkSlcanBus(f"socket://127.0.0.1:{port}", sleep_after_open=0)
+    try:
+        got = [bus.recv(1.0) for _ in frames]
+        assert [m.arbitration_id for m in got] == [m.arbitration_id for m in frames]
+        assert [bytes(m.data) for m in got] == [bytes(m.data) for m in frames]
+        assert bus._read(1.0) == "\x07"
+    finally:
+        done.set()
+        bus.shutdown()
+        server.close()

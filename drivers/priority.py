@@ -1,0 +1,65 @@
+"""Scheduling priority for the processes that keep time.
+
+A joint module answers a SYNC within milliseconds because its control loop
+has a processor of its own. On a shared PC the processes that stand in for
+that loop (the emulated modules) and the one that streams the references (the
+trial runner) get the same guarantee from the kernel's real-time class:
+:func:`request_realtime` asks for ``SCHED_FIFO`` at a modest priority with
+``SCHED_RESET_ON_FORK`` (children, such as the physics process, start in the
+normal class again). Linux grants it to root, to a process with
+``CAP_SYS_NICE`` or within an ``rtprio`` limit (``ulimit -r``,
+``/etc/security/limits.conf``); elsewhere the process keeps its normal
+priority and the answer says so. The kernel's real-time throttling (by
+default 95 % of each second) still leaves the rest of the machine a share.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["Priority", "request_realtime", "request_normal", "REALTIME_PRIORITY"]
+
+REALTIME_PRIORITY = 10
+"""SCHED_FIFO priority asked for (1..99): above every normal process, below
+the kernel's own real-time threads (50) and any audio or control loops a lab
+may run higher."""
+
+
+@dataclass(frozen=True)
+class Priority:
+    """What the process got: ``realtime`` True with the FIFO priority, or
+    False with the reason."""
+
+    realtime: bool
+    priority: int = 0
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.realtime:
+            return f"real-time (SCHED_FIFO {self.priority})"
+        return f"normal ({self.reason})"
+
+
+def request_realtime(priority: int = REALTIME_PRIORITY) -> Priority:
+    """Move the calling process (all its threads made from now on) into
+    SCHED_FIFO at ``priority``; never raises."""
+    if not hasattr(os, "sched_setscheduler"):
+        return Priority(False, reason="no real-time scheduling on this system")
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK,
+                              os.sched_param(priority))
+    except PermissionError:
+        return Priority(False, reason="not permitted: needs CAP_SYS_NICE or an rtprio limit")
+    except OSError as exc:
+        return Priority(False, reason=f"refused: {exc.strerror}")
+    return Priority(True, priority)
+
+
+def request_normal() -> None:
+    """Back to the normal class (SCHED_OTHER, nice unchanged); never raises."""
+    if hasattr(os, "sched_setscheduler"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            pass

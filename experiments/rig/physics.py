@@ -1,0 +1,314 @@
+"""The simulated Aiko's physics in a process of its own.
+
+The emulated joint modules answer the bus on their own clock, as the
+firmware's control loop does, and must never wait for the world. The physics
+(:class:`~aiko.experiments.rig.plant.SimulatedAiko`) costs up to a core, so it
+runs in a child process and catches up behind the modules:
+
+* after every tick the modules' process appends the motors' state (angles,
+  speeds, whether each is driven) at the modules' time to a
+  :class:`MotorRecord`, a ring in shared memory: one writer, one reader, the
+  writer never blocks;
+* the physics process takes every new entry into the plant's motor record
+  (:meth:`SimulatedAiko.note_motors`), steps toward the newest entry in chunks
+  (each step with the motor angle of its own time) and after each chunk sends
+  a :class:`PhysicsUpdate` back through a pipe: the links' joint angles (for
+  the modules' link side), positions and rotations (for motion capture) and the
+  solver's counters.
+
+:class:`PhysicsProcess` owns the child (spawned, so no lock or thread of the
+modules' process is copied), the ring and the pipe, and ends the child on
+every way out; the child also ends when the pipe closes (its parent gone).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.shared_memory import SharedMemory
+
+import numpy as np
+
+from aiko.experiments.rig.plant import SimulatedAiko
+from aiko.firmware_interface.emulator import JointModelParams
+from aiko.model import SnakeModel, SnakeState
+from aiko.model.errors import AikoError
+
+__all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CHUNK_STEPS"]
+
+log = logging.getLogger(__name__)
+
+CHUNK_STEPS = 8
+"""Steps per physics update (4 ms at the plant's dt 0.5 ms)."""
+
+RECORD_CAPACITY = 8192
+"""Entries of the motor record: 16 s of 2 ms ticks; a physics further behind
+than that is an error (:class:`PhysicsError`), not a silent loss."""
+
+IDLE_SLEEP = 0.0005
+"""The physics process's sleep (s) when it has caught up with the record."""
+
+START_TIMEOUT = 120.0
+"""Seconds the physics process may take to load its kernels."""
+
+
+class PhysicsError(AikoError):
+    """The physics process failed or fell out of its record."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"simulated Aiko's physics: {reason}")
+
+
+class MotorRecord:
+    """A ring of the motors' state in shared memory, written by the modules'
+    process and read by the physics process.
+
+    Entry k: [t, theta (j, 2), speed (j, 2), driven (j, 2)] as float64 for j
+    joints; slot 0 of the block holds the count of entries written. The count
+    is stored after the entry, so a reader that sees it sees the entry.
+    """
+
+    def __init__(self, joints: int, capacity: int = RECORD_CAPACITY,
+                 name: str | None = None) -> None:
+        self.joints = joints
+        self.capacity = capacity
+        self.width = 1 + 6 * joints
+        size = 8 * (1 + capacity * self.width)
+        self.owner = name is None
+        self._shm = SharedMemory(name=name, create=self.owner, size=size if self.owner else 0)
+        buf = np.ndarray((1 + capacity * self.width,), dtype=np.float64, buffer=self._shm.buf)
+        self._count = buf[:1]
+        self._rows = buf[1:].reshape(capacity, self.width)
+        if self.owner:
+            self._count[0] = 0.0
+
+    @property
+    def name(self) -> str:
+        return self._shm.name
+
+    @property
+    def written(self) -> int:
+        return int(self._count[0])
+
+    def append(self, t: float, theta: np.ndarray, speed: np.ndarray,
+               driven: np.ndarray) -> None:
+        """One entry: time t (s), theta, speed, driven (joints, 2)."""
+        k = self.written
+        j = self.joints
+        row = self._rows[k % self.capacity]
+        row[0] = t
+        row[1:1 + 2 * j] = theta.ravel()
+        row[1 + 2 * j:1 + 4 * j] = speed.ravel()
+        row[1 + 4 * j:] = driven.ravel()
+        self._count[0] = k + 1
+
+    def since(self, k: int) -> tuple[int, np.ndarray]:
+        """The entries written since the k-th: (count now, rows (m, width));
+        :class:`PhysicsError` when some were overwritten before being read."""
+        n = self.written
+        if n - k > self.capacity:
+            raise PhysicsError(f"fell {n - k} ticks behind the modules (record of "
+                               f"{self.capacity})")
+        idx = np.arange(k, n) % self.capacity
+        return n, self._rows[idx].copy()
+
+    def unpack(self, row: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """(t, theta, speed, driven) of one row."""
+        j = self.joints
+        return (float(row[0]), row[1:1 + 2 * j].reshape(j, 2), row[1 + 2 * j:1 + 4 * j]
+                .reshape(j, 2), row[1 + 4 * j:].reshape(j, 2) > 0.5)
+
+    def close(self) -> None:
+        self._rows = np.empty((0, self.width))    # drop the views before the buffer
+        self._count = np.empty(1)
+        self._shm.close()
+        if self.owner:
+            self._shm.unlink()
+
+
+@dataclass(frozen=True)
+class PhysicsUpdate:
+    """The physics after a chunk: t (s, the modules' clock), joint angles
+    (n-1, 4) as :meth:`SnakeModel.joint_angles`, positions (n, 3) m, rotations
+    (n, 3, 3), and the solver's counters since the start."""
+
+    t: float
+    angles: np.ndarray
+    positions: np.ndarray
+    rotations: np.ndarray
+    steps: int
+    iterations: int
+    unconverged: int
+    work: float
+
+
+class _RecordedMotor:
+    """What the plant reads of a joint module, from the motor record."""
+
+    def __init__(self, backlash: float) -> None:
+        self.params = JointModelParams(backlash=backlash)
+        self.motor_angles = (0.0, 0.0)
+        self.motor_speeds = (0.0, 0.0)
+        self.motors_driven = (True, True)
+
+    def set_angles(self, alpha_h: float, alpha_v: float) -> None:
+        self.motor_angles = (alpha_h, alpha_v)
+
+    def set_link_angles(self, alpha_h: float, alpha_v: float) -> None:
+        pass   # the modules' process takes the link angles from the update
+
+
+def _update(aiko: SimulatedAiko) -> PhysicsUpdate:
+    return PhysicsUpdate(aiko.t, aiko.joint_angles(), aiko.positions().copy(),
+                         aiko.rotations(), aiko.steps, aiko.iterations, aiko.unconverged,
+                         aiko.work)
+
+
+def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko,
+          rows: np.ndarray) -> float | None:
+    """Note the motor record's new rows in the plant; the newest time."""
+    newest = None
+    for row in rows:
+        t, theta, speed, driven = record.unpack(row)
+        for i, m in enumerate(motors):
+            m.motor_angles = (float(theta[i, 0]), float(theta[i, 1]))
+            m.motor_speeds = (float(speed[i, 0]), float(speed[i, 1]))
+            m.motors_driven = (bool(driven[i, 0]), bool(driven[i, 1]))
+        aiko.note_motors(t)
+        newest = t
+    return newest
+
+
+def _serve(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
+           record_name: str, nice: int) -> None:
+    """The physics process: step behind the record until the pipe closes."""
+    if nice > 0:
+        os.nice(nice)
+    motors = [_RecordedMotor(float(b)) for b in backlash]
+    aiko = SimulatedAiko(model, motors, state=state)        # type: ignore[arg-type]
+    record = MotorRecord(len(motors), name=record_name)
+    try:
+        warm = SimulatedAiko(model, [_RecordedMotor(float(b)) for b in backlash],  # type: ignore[misc]
+                             state=state.copy())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warm.advance(state.t + model.dt, 1)               # load the kernels now
+        conn.send(("ready", _update(aiko)))
+        _loop(conn, record, motors, aiko)
+    except (EOFError, BrokenPipeError):
+        pass     # the modules' process is gone
+    except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            pass
+    finally:
+        record.close()
+
+
+def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
+          aiko: SimulatedAiko) -> None:
+    seen = 0
+    target = aiko.t
+    while True:
+        if conn.poll():
+            if conn.recv() is None:
+                return
+        seen, rows = record.since(seen)
+        newest = _take(record, motors, aiko, rows)
+        if newest is not None:
+            target = newest
+        if aiko.advance(target, CHUNK_STEPS):
+            conn.send(("update", _update(aiko)))
+        else:
+            time.sleep(IDLE_SLEEP)
+
+
+class PhysicsProcess:
+    """The physics of ``model`` from ``state`` in a child process, driven by
+    motors with free play ``backlash`` (joints,) rad.
+
+    ``start()`` spawns it and waits until its kernels are loaded;
+    ``note_motors(t, theta, speed, driven)`` after every tick of the modules;
+    ``updates()`` the updates that arrived since the last call (never waits);
+    ``close()`` ends the child (also after a failure)."""
+
+    def __init__(self, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
+                 nice: int = 0) -> None:
+        self.model = model
+        self.state = state
+        self.backlash = np.asarray(backlash, dtype=float)
+        self.nice = nice
+        self.record: MotorRecord | None = None
+        self._conn: Connection | None = None
+        self._proc: mp.process.BaseProcess | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def start(self, timeout: float = START_TIMEOUT) -> PhysicsUpdate:
+        """Spawn the child; its first update (the start state) once it is ready."""
+        ctx = mp.get_context("spawn")
+        self.record = MotorRecord(len(self.backlash))
+        parent, child = ctx.Pipe(duplex=True)
+        self._conn = parent
+        self._proc = ctx.Process(target=_serve, name="aiko-physics", daemon=True,
+                                 args=(child, self.model, self.state, self.backlash,
+                                       self.record.name, self.nice))
+        self._proc.start()
+        child.close()
+        if not parent.poll(timeout):
+            raise PhysicsError(f"not ready after {timeout:.0f} s")
+        return self._expect_update(self._recv())
+
+    def _recv(self) -> tuple[str, object]:
+        assert self._conn is not None
+        try:
+            return self._conn.recv()
+        except (EOFError, OSError) as exc:
+            code = None if self._proc is None else self._proc.exitcode
+            raise PhysicsError(f"the process ended (exit code {code})") from exc
+
+    @staticmethod
+    def _expect_update(msg: tuple[str, object]) -> PhysicsUpdate:
+        kind, body = msg
+        if kind == "error":
+            raise PhysicsError(str(body))
+        assert isinstance(body, PhysicsUpdate)
+        return body
+
+    def note_motors(self, t: float, theta: np.ndarray, speed: np.ndarray,
+                    driven: np.ndarray) -> None:
+        assert self.record is not None
+        self.record.append(t, theta, speed, driven)
+
+    def updates(self) -> list[PhysicsUpdate]:
+        out = []
+        while self._conn is not None and self._conn.poll():
+            out.append(self._expect_update(self._recv()))
+        return out
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.send(None)
+            except OSError:
+                pass
+        if self._proc is not None:
+            self._proc.join(timeout=2.0)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(timeout=2.0)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self.record is not None:
+            self.record.close()
+            self.record = None

@@ -1,0 +1,125 @@
+"""The simulated Aiko's physics in its own process computes what the plant
+computes in the modules' process, from the same motors."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from aiko.experiments.rig.physics import MotorRecord, PhysicsError, PhysicsProcess
+from aiko.experiments.rig.plant import PlantParams, SimulatedAiko
+from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
+from aiko.firmware_interface.emulator import JointModule
+from aiko.model import SnakeModel, SnakeParams
+
+
+def test_motor_record_hands_every_entry_over_once_and_refuses_an_overrun():
+    rec = MotorRecord(3, capacity=4)
+    try:
+        reader = MotorRecord(3, capacity=4, name=rec.name)   # the other process's view
+        for k in range(3):
+            th = np.full((3, 2), 0.1 * k)
+            rec.append(0.002 * k, th, -th, np.array([[True, False]] * 3))
+        n, rows = reader.since(0)
+        assert n == 3 and rows.shape == (3, 1 + 6 * 3)
+        t, theta, speed, driven = reader.unpack(rows[2])
+        assert t == pytest.approx(0.004)
+        np.testing.assert_array_equal(theta, np.full((3, 2), 0.2))
+        np.testing.assert_array_equal(speed, np.full((3, 2), -0.2))
+        assert driven[:, 0].all() and not driven[:, 1].any()
+        assert reader.since(3)[1].shape[0] == 0
+        for k in range(5):
+            rec.append(0.01 + k, np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)))
+        with pytest.raises(PhysicsError, match="behind"):
+            reader.since(3)                 # 5 new entries in a ring of 4
+        reader.close()
+    finally:
+        rec.close()
+
+
+def _driven_modules(n, plant, t_end, tick=0.002):
+    """Operational modules following a wave; the motors' state after every
+    tick: [(t, theta, speed, driven)]."""
+    modules = [JointModule(i, params=plant.joint_params()) for i in range(1, n)]
+    for m in modules:
+        m.power_up(0.0)
+        m.receive(0.0, *encode(Nmt(1, 0)))
+    out, t, k = [], 0.0, 0
+    while t < t_end - 1e-12:
+        t = round(t + tick, 9)
+        k += 1
+        if k % 50 == 0:                       # a period: REF then SYNC
+            a = 0.4 * math.sin(2 * math.pi * t)
+            for m in modules:
+                m.receive(t, *encode(Ref(m.node, a, 0.5 * a, 0.0, 0.0)))
+                m.receive(t, *encode(Sync(k // 50 % 256)))
+        for m in modules:
+            m.tick(t)
+        out.append((t, np.array([m.motor_angles for m in modules]),
+                    np.array([m.motor_speeds for m in modules]),
+                    np.array([m.motors_driven for m in modules])))
+    return modules, out
+
+
+def test_the_physics_process_moves_the_links_as_the_plant_in_process_does():
+    plant = PlantParams.ideal(dt=PlantParams.dt)
+    n, t_end = 4, 0.6
+    model = SnakeModel(SnakeParams(n=n), plant.solver_params())
+    modules, record = _driven_modules(n, plant, t_end)
+    # in process: every tick's motors recorded, then the physics catches up in chunks
+    stand_ins = [JointModule(i, params=plant.joint_params()) for i in range(1, n)]
+    for m in stand_ins:                      # driven, their motors set from the record
+        m.power_up(0.0)
+        m.receive(0.0, *encode(Nmt(1, 0)))
+    here = SimulatedAiko(model, stand_ins)
+    for t, theta, speed, driven in record:
+        assert driven.all()
+        for m, th, sp in zip(stand_ins, theta, speed, strict=True):
+            m.axes[0].theta, m.axes[1].theta = th
+            m.axes[0].speed, m.axes[1].speed = sp
+        here.note_motors(t)
+    while here.advance(t_end, 8):
+        pass
+    proc = PhysicsProcess(model, model.initial_state(),
+                          np.zeros(n - 1), nice=0)
+    try:
+        first = proc.start(timeout=120)
+        assert first.t == 0.0
+        for t, theta, speed, driven in record:
+            proc.note_motors(t, theta, speed, driven)
+        last, deadline = first, time.monotonic() + 60
+        while last.t < t_end - 1e-9 and time.monotonic() < deadline:
+            for u in proc.updates():
+                assert u.t > last.t               # in order, every one newer
+                last = u
+            time.sleep(0.005)
+        assert last.t == pytest.approx(t_end)
+        np.testing.assert_allclose(last.positions, here.positions(), atol=1e-9)
+        np.testing.assert_allclose(last.angles, here.joint_angles(), atol=1e-9)
+        assert last.steps == here.steps
+        pid = proc.pid
+    finally:
+        proc.close()
+    assert proc.record is None
+    with pytest.raises(ProcessLookupError):
+        import os
+        os.kill(pid, 0)                         # the child is gone
+
+
+def test_a_physics_process_that_dies_is_a_clear_error():
+    import os
+    import signal
+
+    model = SnakeModel(SnakeParams(n=3), PlantParams.ideal().solver_params())
+    proc = PhysicsProcess(model, model.initial_state(), np.zeros(2), nice=0)
+    try:
+        proc.start(timeout=120)
+        os.kill(proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        with pytest.raises(PhysicsError, match="ended"):
+            while time.monotonic() < deadline:
+                proc.updates()
+                time.sleep(0.01)
+    finally:
+        proc.close()
