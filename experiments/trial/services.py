@@ -207,10 +207,19 @@ class StreamPhases:
         self.fanout.emit(Event(self.clock.now(), "ramp_done", self.ramps[phase]))
 
 
+CHILD_POLL = 0.02
+"""Seconds between looks at a child's exit status."""
+
+
 async def watch_child(child) -> None:
     """Wait for a child process (:class:`aiko.experiments.trial.processes.Child`)
-    to end: that is a fault."""
-    await child.proc.wait()
+    to end: that is a fault. Its exit status is watched, not ``wait()``: on
+    Python 3.11 that also waits for every holder of its output pipes to close
+    them, and the simulated Aiko's helpers (its physics process,
+    multiprocessing's resource tracker) hold them a few tenths of a second
+    longer, while the joint modules' heartbeats are missed after 0.3 s."""
+    while child.proc.returncode is None:
+        await asyncio.sleep(CHILD_POLL)
     raise TrialFault("process_exited", None,
                      f"the {child.name} (pid {child.pid}) stopped: {child.describe_exit()}")
 
