@@ -37,7 +37,7 @@ _PATTERNS = {
     "rtt": r"SYNC->STATE p50 ([\d.]+) ms, p99 ([\d.]+) ms(?:, max ([\d.]+) ms)?",
     "lag": r"physics lag max ([\d.]+) ms(?:, p99 ([\d.]+) ms)?, (\d+) late updates",
     "periods": r"(\d+) periods, (\d+) late, (\d+) missed",
-    "answer": r"SYNC->STATE on its bus p99 ([\d.]+) ms, max ([\d.]+) ms",
+    "answer": r"SYNC->STATE on its bus p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms",
 }
 
 
@@ -104,7 +104,7 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
     if m := re.search(_PATTERNS["periods"], text):
         row.update(periods=int(m[1]), late_periods=int(m[2]), missed=int(m[3]))
     if m := re.search(_PATTERNS["answer"], text):
-        row.update(rig_p99=float(m[1]), rig_max=float(m[2]))
+        row.update(rig_p50=float(m[1]), rig_p99=float(m[2]), rig_max=float(m[3]))
     for role, c in cpu.values():
         row[f"cpu {role}"] = row.get(f"cpu {role}", 0.0) + c
     if proc.returncode != 0:
@@ -112,7 +112,7 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
     return row
 
 
-COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "rig_p99", "rig_max", "lag_p99", "lag_max", "late_updates",
+COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "rig_p50", "rig_p99", "rig_max", "lag_p99", "lag_max", "late_updates",
            "late_periods", "cpu runner", "cpu simulated Aiko", "cpu physics",
            "cpu parallel model")
 

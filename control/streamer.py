@@ -180,21 +180,23 @@ class ReferenceStreamer:
         for node, r in zip(self.nodes, refs, strict=True):
             ok &= self.can_io.send(*encode(Ref(node, float(r[0]), float(r[1]), float(r[2]),
                                                float(r[3]))))
-        counter = self._sync(sent, ok)
+        counter = self._sync(ok)
         self.stats.jitter.append(sent - deadline)
         rec = PeriodRecord(k, t_gait, deadline, sent, counter, np.asarray(refs), phase, offset)
         self.last = rec
         self.on_period(rec)
         return rec
 
-    def _sync(self, sent: float, ok: bool = True) -> int:
+    def _sync(self, ok: bool = True) -> int:
         counter = self.counter
         old = (counter - 8) % 256  # replies older than 8 periods: lost
         self._pending.pop(old, None)
         self._replies.pop(old, None)
-        self._pending[counter] = (sent, set(self.nodes))  # before a reply can come
         self._replies[counter] = {}
         self.counter = (counter + 1) % 256
+        # the round trip starts with the SYNC itself, after the period's REFs
+        # (before a reply can come)
+        self._pending[counter] = (self.clock.now(), set(self.nodes))
         ok &= self.can_io.send(*encode(Sync(counter)))
         if not ok:
             self.stats.send_failures += 1
@@ -247,7 +249,7 @@ class ReferenceStreamer:
                                      f"joint node{'s' if len(missing) > 1 else ''} "
                                      f"{', '.join(map(str, missing))} did not answer SYNC with "
                                      f"STATE within {timeout:g} s")
-            counter = self._sync(self.clock.now())
+            counter = self._sync()
             self.stats.jitter.append(self.clock.now() - tick[1])
 
     async def ramp_to(self, goal: np.ndarray, *, start: np.ndarray | None = None,

@@ -19,7 +19,7 @@ import can
 
 from .codec import encode
 from .emulator import JointModule, Outgoing
-from .protocol import MAX_NODE_ID, STATE_BASE, SYNC_ID
+from .protocol import MAX_NODE_ID, REF_BASE, STATE_BASE, SYNC_ID
 
 __all__ = ["EmulatedJoints", "ANSWER_BIN"]
 
@@ -47,9 +47,21 @@ class EmulatedJoints:
         self.send_errors = 0
         self._heap: list[tuple[float, int, Outgoing]] = []
         self._seq = itertools.count()
+        self._by_node = {m.node: m for m in self.modules}
+        # a module that loses frames draws for every frame it hears: it hears all
+        self._lossy = [m for m in self.modules if m.faults.drop_fraction]
         self.answer_counts = [0] * ANSWER_BINS
         self.answer_max = 0.0
         self._sync_stamp: float | None = None    # bus timestamp of the last SYNC
+
+    def _listeners(self, ident: int) -> list[JointModule]:
+        """The modules a frame concerns: a REF only the node it names (the
+        others would decode it to ignore it; ten REFs a period for ten
+        modules were half the modules' work on a SYNC), everything else all."""
+        if REF_BASE < ident <= REF_BASE + MAX_NODE_ID:
+            m = self._by_node.get(ident - REF_BASE)
+            return ([m] if m is not None else []) + [x for x in self._lossy if x is not m]
+        return self.modules
 
     def answer_percentile(self, q: float) -> float | None:
         """The q-th percentile of the answer times so far, s (the upper edge of
@@ -129,7 +141,7 @@ class EmulatedJoints:
                     self.frames_in += 1
                     if msg.arbitration_id == SYNC_ID and not msg.is_extended_id:
                         self._sync_stamp = msg.timestamp
-                    for m in self.modules:
+                    for m in self._listeners(msg.arbitration_id):
                         self._queue(m.receive(now, msg.arbitration_id, bytes(msg.data),
                                               is_extended=msg.is_extended_id,
                                               is_remote=msg.is_remote_frame))

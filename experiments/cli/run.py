@@ -372,8 +372,9 @@ def _print_rig(result, report) -> None:
               + (f", p99 {p99:.1f} ms" if p99 is not None else "")
               + f", {report.plant.get('late_updates', 0)} late updates (> 10 ms)")
     if report.plant.get("answer_p99_ms") is not None:
-        print(f"simulated Aiko: SYNC->STATE on its bus p99 {report.plant['answer_p99_ms']:.1f} ms,"
-              f" max {report.plant['answer_max_ms']:.1f} ms")
+        pl = report.plant
+        print(f"simulated Aiko: SYNC->STATE on its bus p50 {pl['answer_p50_ms']:.1f} ms, "
+              f"p99 {pl['answer_p99_ms']:.1f} ms, max {pl['answer_max_ms']:.1f} ms")
     m = result.model
     if m:
         if m.get("stopped"):

@@ -191,8 +191,9 @@ class SimulatedRig:
         out: dict[str, Any] = {"t": self.clock.now(), "pid": os.getpid()}
         if self.joints is not None:
             j = self.joints
-            p99 = j.answer_percentile(99)
+            p50, p99 = j.answer_percentile(50), j.answer_percentile(99)
             out.update(frames_in=j.frames_in, frames_out=j.frames_out,
+                       answer_p50_ms=None if p50 is None else 1000.0 * p50,
                        answer_p99_ms=None if p99 is None else 1000.0 * p99,
                        answer_max_ms=1000.0 * j.answer_max)
         if self.physics is not None:
