@@ -7,7 +7,9 @@ so the ten STATE replies to a SYNC (22 bytes each) and the adapter's
 acknowledgements took about 5 ms to read: half the simulated rig's measured
 SYNC->STATE time. :class:`BulkSlcanBus` reads everything the line holds at
 once and hands out one message per call, the rest of python-can's slcan
-(commands, parsing, sending) unchanged. Drop it once a release has the fix.
+(commands, parsing, sending) unchanged; a ``recv(0)`` with nothing waiting
+returns at once instead of waiting out the port's 1 ms read timeout (which
+every read of a burst ended with). Drop it once a release has the fix.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class BulkSlcanBus(slcanBus):
         with error_check("Could not read from serial device"):
             while True:
                 waiting = port.in_waiting
+                if waiting == 0 and deadline.expired():
+                    return None      # recv(0): nothing more now, no 1 ms read to wait
                 chunk = port.read(waiting if waiting > 0 else 1)
                 if chunk:
                     self._buffer.extend(chunk)

@@ -53,6 +53,10 @@ than that is an error (:class:`PhysicsError`), not a silent loss."""
 IDLE_SLEEP = 0.0005
 """The physics process's sleep (s) when it has caught up with the record."""
 
+SEND_INTERVAL = 0.002
+"""Wall time (s) between the physics' updates while it catches up (one
+modules' tick); once caught up every chunk's is sent."""
+
 START_TIMEOUT = 120.0
 """Seconds the physics process may take to load its kernels."""
 
@@ -216,6 +220,7 @@ def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
           aiko: SimulatedAiko) -> None:
     seen = 0
     target = aiko.t
+    last_sent = 0.0
     while True:
         if conn.poll():
             if conn.recv() is None:
@@ -225,7 +230,12 @@ def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
         if newest is not None:
             target = newest
         if aiko.advance(target, CHUNK_STEPS):
-            conn.send(("update", _update(aiko)))
+            now = time.monotonic()
+            # catching up, a chunk takes less than a tick: send at most one
+            # update a tick (the modules take the newest), and the last one
+            if now - last_sent >= SEND_INTERVAL or aiko.t >= target - 0.5 * aiko.model.dt:
+                conn.send(("update", _update(aiko)))
+                last_sent = now
         else:
             time.sleep(IDLE_SLEEP)
 

@@ -159,17 +159,23 @@ class SimulatedRig:
         physics.note_motors(now, np.array([m.motor_angles for m in mods]),
                             np.array([m.motor_speeds for m in mods]),
                             np.array([m.motors_driven for m in mods]))
-        for update in physics.updates():
-            self._take(update)
+        updates = physics.updates()
+        for update in updates:
+            self._count_lag(update)
+        if updates:
+            self._take(updates[-1])
 
     def _take(self, update: PhysicsUpdate) -> None:
-        """The physics' update into the modules' link side, motion capture
-        and the lag statistics."""
+        """The physics' newest update into the modules' link side and motion
+        capture (which keeps the newest, or with a latency the history it
+        needs: the updates come at least every tick)."""
         assert self.view is not None
         for m, a in zip(self.modules, update.angles, strict=True):
             m.set_link_angles(a[0], a[1])
         self.view.record(update.t, update.positions, update.rotations)
         self.last = update
+
+    def _count_lag(self, update: PhysicsUpdate) -> None:
         lag = self.clock.now() - update.t
         self.lag_counts[min(int(lag / LAG_BIN), LAG_BINS - 1) if lag > 0 else 0] += 1
         self.updates += 1
