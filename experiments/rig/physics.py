@@ -179,13 +179,15 @@ def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko
     """Note the motor record's new rows in the plant; the newest time."""
     newest = None
     for row in rows:
-        t, theta, speed, driven = record.unpack(row)
+        t, theta, speed, _ = record.unpack(row)
+        aiko.note_motors(t, np.stack([theta, speed], axis=-1))
+        newest = t
+    if newest is not None:       # the stand-ins hold the newest state (limp or driven)
+        _, theta, speed, driven = record.unpack(rows[-1])
         for i, m in enumerate(motors):
             m.motor_angles = (float(theta[i, 0]), float(theta[i, 1]))
             m.motor_speeds = (float(speed[i, 0]), float(speed[i, 1]))
             m.motors_driven = (bool(driven[i, 0]), bool(driven[i, 1]))
-        aiko.note_motors(t)
-        newest = t
     return newest
 
 

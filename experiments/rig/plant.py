@@ -183,10 +183,13 @@ class SimulatedAiko:
     def rotations(self) -> np.ndarray:
         return self.model.rotations(self.state)
 
-    def note_motors(self, t: float) -> None:
-        """Record the motors' angles at the modules' time t (s), after a tick."""
+    def note_motors(self, t: float, motors: np.ndarray | None = None) -> None:
+        """Record the motors' angles at the modules' time t (s), after a tick:
+        read from the modules, or ``motors`` (n-1, 2, 2) [angle, speed]."""
         self._record_t.append(t)
-        self._record_theta.append(np.stack([self._motor_angles(), self._motor_speeds()], axis=-1))
+        self._record_theta.append(
+            np.stack([self._motor_angles(), self._motor_speeds()], axis=-1) if motors is None
+            else np.array(motors, dtype=float))
         while self._record_t and self._record_t[0] <= self.state.t:
             self._record_t.popleft()     # the physics is past it
             self._record_theta.popleft()
@@ -201,10 +204,16 @@ class SimulatedAiko:
         interval (as a plant that keeps up sees it); None where the record does
         not reach the last step."""
         t0 = self.state.t
-        later = [(t, th) for t, th in zip(self._record_t, self._record_theta, strict=True)
-                 if t > t0 + 1e-9]
         t_steps = t0 + self.model.dt * np.arange(1, m + 1)
-        if not later or later[-1][0] < t_steps[-1] - 0.5 * self.model.dt:
+        if not self._record_t or self._record_t[-1] < t_steps[-1] - 0.5 * self.model.dt:
+            return None
+        later = []   # the entries after t0 up to the first one past the last step
+        for t, th in zip(self._record_t, self._record_theta, strict=True):
+            if t > t0 + 1e-9:
+                later.append((t, th))
+                if t >= t_steps[-1] + 1e-9:
+                    break
+        if not later:
             return None
         ts = np.array([t0] + [t for t, _ in later])
         th = np.stack([later[0][1]] + [x for _, x in later])       # (k, n-1, 2, 2)

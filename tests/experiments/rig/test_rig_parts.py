@@ -375,3 +375,45 @@ def test_lag_percentile_reads_the_histogram():
     rig.lag_counts[40] = 2            # 2 at 20-20.5 ms
     assert rig.lag_percentile(50) == 1000 * LAG_BIN
     assert rig.lag_percentile(99) == 1000 * LAG_BIN * 41
+
+
+def _recorded_motors_reference(aiko, m):
+    """The motor record read in full (the plant reads only what the steps need)."""
+    t0 = aiko.state.t
+    later = [(t, th) for t, th in zip(aiko._record_t, aiko._record_theta, strict=True)
+             if t > t0 + 1e-9]
+    t_steps = t0 + aiko.model.dt * np.arange(1, m + 1)
+    if not later or later[-1][0] < t_steps[-1] - 0.5 * aiko.model.dt:
+        return None
+    ts = np.array([t0] + [t for t, _ in later])
+    th = np.stack([later[0][1]] + [x for _, x in later])
+    th[0, ..., 0] = aiko._theta
+    i = np.clip(np.searchsorted(ts - 1e-9, t_steps), 1, len(ts) - 1)
+    w = np.clip((t_steps - ts[i - 1]) / np.maximum(ts[i] - ts[i - 1], 1e-12), 0.0, 1.0)
+    out = th[i].copy()
+    out[..., 0] = th[i - 1, ..., 0] + (th[i, ..., 0] - th[i - 1, ..., 0]) * w[:, None, None]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_plant_reads_the_motor_record_as_in_full(seed):
+    """A long record (the physics far behind): reading only the entries the
+    next steps need gives what reading all of them gives."""
+    rng = np.random.default_rng(seed)
+    plant = PlantParams()
+    n = 4
+    modules = [JointModule(i, params=plant.joint_params()) for i in range(1, n)]
+    aiko = SimulatedAiko(SnakeModel(SnakeParams(n=n), plant.solver_params()), modules)
+    t = 0.0
+    for _ in range(200):
+        t += float(rng.choice([0.002, 0.0021, 0.0005, 0.002]))
+        aiko.note_motors(t, rng.normal(size=(n - 1, 2, 2)))
+    for m in (1, 3, 8, 40):
+        for t0 in (0.0, 0.0101, 0.1):
+            aiko.state.t = t0
+            got, want = aiko._recorded_motors(m), _recorded_motors_reference(aiko, m)
+            assert (got is None) == (want is None)
+            if want is not None:
+                np.testing.assert_array_equal(got, want)
+    aiko.state.t = t                                   # nothing recorded after it
+    assert aiko._recorded_motors(4) is None
