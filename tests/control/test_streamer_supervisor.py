@@ -114,6 +114,25 @@ def test_state_replies_are_matched_to_their_sync():
     assert list(s.stats.round_trips) == [pytest.approx(0.003)] * 2
 
 
+def test_the_round_trip_starts_with_the_sync_not_the_period():
+    """Sending the period's REFs takes time (1 ms each here): SYNC->STATE is
+    timed from the SYNC."""
+    clock = VirtualClock()
+
+    class SlowCan(FakeCan):
+        def send(self, ident, data, timeout=None):
+            if isinstance(decode(ident, data), Ref):
+                clock.advance(0.001)
+            return super().send(ident, data, timeout)
+
+    s = ReferenceStreamer(SlowCan(clock), PRESETS["still"], [1, 2], clock)
+    s.send_period(0, 0.0)
+    clock.advance(0.003)
+    s.on_state(clock.now(), JointState(1, 0, 0, 0, 0, Status(1), 0))
+    assert list(s.stats.round_trips) == [pytest.approx(0.003)]
+    assert s.stats.jitter[0] == pytest.approx(0.0)     # the period itself went out on time
+
+
 def rx(clock, frame):
     return RxFrame(clock.now(), *encode(frame))
 

@@ -5,6 +5,7 @@ either child mid-trial."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,6 +113,20 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
     pids = child_pids(data)
     assert set(pids) == {"simulated Aiko", "parallel model"}
     assert not any(alive(p) for p in pids.values())
+
+
+def test_the_simulated_aiko_keeps_time_within_loose_bounds(realistic_trial):
+    run, out = realistic_trial
+    data = read_trial(out)
+    # with bounds loose enough for a loaded 2-core machine: the
+    # runner's SYNC->STATE p99 measured 20-50 ms with nothing else running,
+    # the simulated Aiko's own answer p99 5-10 ms (docs/performance.md)
+    rtt = re.search(r"SYNC->STATE p50 ([\d.]+) ms, p99 ([\d.]+) ms", run.stdout)
+    rig = re.search(r"SYNC->STATE on its bus p50 ([\d.]+) ms, p99 ([\d.]+) ms", run.stdout)
+    assert rtt and rig, run.stdout
+    assert float(rtt[2]) < 150.0 and float(rig[2]) < 50.0, (rtt[0], rig[0])
+    (_, prio), = data.events("priority")
+    assert prio["data"]["runner"].startswith(("real-time", "normal"))
 
 
 def test_ideal_plant_agrees_with_the_parallel_model(ideal_trial, realistic_trial):
