@@ -44,13 +44,15 @@ __all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CH
 log = logging.getLogger(__name__)
 
 CHUNK_STEPS = 8
-"""Steps per physics update (4 ms at the plant's dt 0.5 ms)."""
+"""Steps per physics update (4 ms at the plant's dt 0.5 ms): the physics
+waits until the modules' record is that far ahead of it, so it trails them
+by 4 ms at least (counted in its lag)."""
 
 RECORD_CAPACITY = 8192
 """Entries of the motor record: 16 s of 2 ms ticks; a physics further behind
 than that is an error (:class:`PhysicsError`), not a silent loss."""
 
-IDLE_SLEEP = 0.0005
+IDLE_SLEEP = 0.001
 """The physics process's sleep (s) when it has caught up with the record."""
 
 SEND_INTERVAL = 0.002
@@ -231,7 +233,10 @@ def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
         newest = _take(record, motors, aiko, rows)
         if newest is not None:
             target = newest
-        if aiko.advance(target, CHUNK_STEPS):
+        # whole chunks only: the step's fixed cost (the record, the update,
+        # the pipe) was most of the process's work at 4 steps a tick
+        if (aiko.model.steps_until(aiko.state, target) >= CHUNK_STEPS
+                and aiko.advance(target, CHUNK_STEPS)):
             now = time.monotonic()
             # catching up, a chunk takes less than a tick: send at most one
             # update a tick (the modules take the newest), and the last one
