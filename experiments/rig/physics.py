@@ -10,11 +10,12 @@ runs in a child process and catches up behind the modules:
   :class:`MotorRecord`, a ring in shared memory: one writer, one reader, the
   writer never blocks;
 * the physics process takes every new entry into the plant's motor record
-  (:meth:`SimulatedAiko.note_motors`), steps toward the newest entry in chunks
-  (each step with the motor angle of its own time) and after each chunk sends
-  a :class:`PhysicsUpdate` back through a pipe: the links' joint angles (for
-  the modules' link side), positions and rotations (for motion capture) and the
-  solver's counters.
+  (:meth:`SimulatedAiko.note_motors`), steps toward the newest entry in whole
+  chunks of :data:`CHUNK_STEPS` (each step with the motor angle of its own
+  time) and sends a :class:`PhysicsUpdate` back through a pipe, at most one a
+  tick while it catches up: the links' joint angles (for the modules' link
+  side), positions and rotations (for motion capture) and the solver's
+  counters. The modules take the newest and count every one's lag.
 
 :class:`PhysicsProcess` owns the child (spawned, so no lock or thread of the
 modules' process is copied), the ring and the pipe, and ends the child on
