@@ -71,7 +71,7 @@ def run_once(duration: float, folder: str) -> str:
             run.kill()
     text = "".join(lines)
     cells = []
-    for key, pattern in _SUMMARY.items():
+    for pattern in _SUMMARY.values():
         m = re.search(pattern, text)
         cells.append(" / ".join(m.groups()) if m else "-")
     return "| " + " | ".join(cells) + " |"
