@@ -168,7 +168,8 @@ class SimulatedRig:
     def _take(self, update: PhysicsUpdate) -> None:
         """The physics' newest update into the modules' link side and motion
         capture (which keeps the newest, or with a latency the history it
-        needs: the updates come at least every tick)."""
+        needs: an entry every chunk, 4 ms of the physics, or every tick while
+        it catches up)."""
         assert self.view is not None
         for m, a in zip(self.modules, update.angles, strict=True):
             m.set_link_angles(a[0], a[1])
