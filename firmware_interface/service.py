@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import can
 
 from .codec import encode
+from .delays import DelayHistogram
 from .emulator import JointModule, Outgoing
 from .protocol import MAX_NODE_ID, REF_BASE, STATE_BASE, SYNC_ID
 
@@ -50,8 +51,7 @@ class EmulatedJoints:
         self._by_node = {m.node: m for m in self.modules}
         # a module that loses frames draws for every frame it hears: it hears all
         self._lossy = [m for m in self.modules if m.faults.drop_fraction]
-        self.answer_counts = [0] * ANSWER_BINS
-        self.answer_max = 0.0
+        self.answers = DelayHistogram(ANSWER_BIN, ANSWER_BINS)
         self._sync_stamp: float | None = None    # bus timestamp of the last SYNC
 
     def _listeners(self, ident: int) -> list[JointModule]:
@@ -63,25 +63,9 @@ class EmulatedJoints:
             return ([m] if m is not None else []) + [x for x in self._lossy if x is not m]
         return self.modules
 
-    def answer_percentile(self, q: float) -> float | None:
-        """The q-th percentile of the answer times so far, s (the upper edge of
-        its bin); None before the first STATE answering a SYNC."""
-        total = sum(self.answer_counts)
-        if total == 0:
-            return None
-        goal, seen = q / 100.0 * total, 0
-        for k, c in enumerate(self.answer_counts):
-            seen += c
-            if seen >= goal:
-                return ANSWER_BIN * (k + 1)
-        return ANSWER_BIN * ANSWER_BINS
-
     def _answered(self, stamp: float) -> None:
-        if self._sync_stamp is None:
-            return
-        dt = max(0.0, stamp - self._sync_stamp)
-        self.answer_counts[min(int(dt / ANSWER_BIN), ANSWER_BINS - 1)] += 1
-        self.answer_max = max(self.answer_max, dt)
+        if self._sync_stamp is not None:
+            self.answers.add(stamp - self._sync_stamp)
 
     def module(self, node: int) -> JointModule:
         for m in self.modules:

@@ -24,7 +24,6 @@ every way out; the child also ends when the pipe closes (its parent gone).
 
 from __future__ import annotations
 
-import logging
 import multiprocessing as mp
 import os
 import time
@@ -41,8 +40,6 @@ from aiko.model import SnakeModel, SnakeState
 from aiko.model.errors import AikoError
 
 __all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CHUNK_STEPS"]
-
-log = logging.getLogger(__name__)
 
 CHUNK_STEPS = 8
 """Steps per physics update (4 ms at the plant's dt 0.5 ms): the physics
@@ -180,18 +177,16 @@ def _update(aiko: SimulatedAiko) -> PhysicsUpdate:
 def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko,
           rows: np.ndarray) -> float | None:
     """Note the motor record's new rows in the plant; the newest time."""
-    newest = None
+    if len(rows) == 0:
+        return None
     for row in rows:
-        t, theta, speed, _ = record.unpack(row)
+        t, theta, speed, driven = record.unpack(row)
         aiko.note_motors(t, np.stack([theta, speed], axis=-1))
-        newest = t
-    if newest is not None:       # the stand-ins hold the newest state (limp or driven)
-        _, theta, speed, driven = record.unpack(rows[-1])
-        for i, m in enumerate(motors):
-            m.motor_angles = (float(theta[i, 0]), float(theta[i, 1]))
-            m.motor_speeds = (float(speed[i, 0]), float(speed[i, 1]))
-            m.motors_driven = (bool(driven[i, 0]), bool(driven[i, 1]))
-    return newest
+    for i, m in enumerate(motors):    # the stand-ins hold the newest state (limp or driven)
+        m.motor_angles = (float(theta[i, 0]), float(theta[i, 1]))
+        m.motor_speeds = (float(speed[i, 0]), float(speed[i, 1]))
+        m.motors_driven = (bool(driven[i, 0]), bool(driven[i, 1]))
+    return t
 
 
 def _serve(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.ndarray,

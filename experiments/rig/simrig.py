@@ -35,6 +35,7 @@ from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
 from aiko.drivers.priority import Priority, request_realtime
 from aiko.experiments.rig.physics import PhysicsProcess, PhysicsUpdate
 from aiko.experiments.rig.plant import MocapView, PlantParams, peg_objects
+from aiko.firmware_interface.delays import DelayHistogram
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
 from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.firmware_interface.service import EmulatedJoints
@@ -96,7 +97,9 @@ class RigConfig:
 
 class SimulatedRig:
     """See the module docstring. Counters: ``late_updates`` (physics updates
-    that ended more than 10 ms behind the clock), ``max_lag`` (s)."""
+    that ended more than 10 ms behind the clock), ``lag`` (a
+    :class:`~aiko.firmware_interface.delays.DelayHistogram` of every update's
+    lag, with its maximum)."""
 
     def __init__(self, config: RigConfig) -> None:
         self.config = config
@@ -144,9 +147,7 @@ class SimulatedRig:
             self.view.record(0.0, state.positions, model.rotations(state))
         self.clock = TrialClock()
         self.late_updates = 0
-        self.max_lag = 0.0
-        self.lag_counts = np.zeros(LAG_BINS, dtype=np.int64)   # lag after each update
-        self.updates = 0
+        self.lag = DelayHistogram(LAG_BIN, LAG_BINS)
         self.channel: str | None = None
         self.priority: Priority | None = None
         self.sender: ViconUdpSender | None = None
@@ -178,36 +179,30 @@ class SimulatedRig:
 
     def _count_lag(self, update: PhysicsUpdate) -> None:
         lag = self.clock.now() - update.t
-        self.lag_counts[min(int(lag / LAG_BIN), LAG_BINS - 1) if lag > 0 else 0] += 1
-        self.updates += 1
-        if lag > self.max_lag:
-            self.max_lag = lag
+        self.lag.add(lag)
         if lag > LATE_LAG:
             self.late_updates += 1
 
     def lag_percentile(self, q: float) -> float | None:
         """The q-th percentile of the physics' lag after its updates so far, ms
         (the upper edge of its 0.5 ms bin); None before the first update."""
-        total = int(self.lag_counts.sum())
-        if total == 0:
-            return None
-        k = int(np.searchsorted(np.cumsum(self.lag_counts), q / 100.0 * total))
-        return 1000.0 * LAG_BIN * (min(k, LAG_BINS - 1) + 1)
+        p = self.lag.percentile(q)
+        return None if p is None else 1000.0 * p
 
     def status(self) -> dict:
         out: dict[str, Any] = {"t": self.clock.now(), "pid": os.getpid()}
         if self.joints is not None:
             j = self.joints
-            p50, p99 = j.answer_percentile(50), j.answer_percentile(99)
+            p50, p99 = j.answers.percentile(50), j.answers.percentile(99)
             out.update(frames_in=j.frames_in, frames_out=j.frames_out,
                        answer_p50_ms=None if p50 is None else 1000.0 * p50,
                        answer_p99_ms=None if p99 is None else 1000.0 * p99,
-                       answer_max_ms=1000.0 * j.answer_max)
+                       answer_max_ms=1000.0 * j.answers.max)
         if self.physics is not None:
             last = self.last
             out.update(physics_t=last.t if last else 0.0, steps=last.steps if last else 0,
                        unconverged=last.unconverged if last else 0,
-                       late_updates=self.late_updates, max_lag_ms=1000.0 * self.max_lag,
+                       late_updates=self.late_updates, max_lag_ms=1000.0 * self.lag.max,
                        lag_p99_ms=self.lag_percentile(99), physics_pid=self.physics.pid)
         out["cpu_s"] = time.process_time()
         if self.sender is not None:

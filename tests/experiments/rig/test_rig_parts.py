@@ -371,8 +371,8 @@ def test_lag_percentile_reads_the_histogram():
 
     rig = SimulatedRig(RigConfig(nodes=2))
     assert rig.lag_percentile(99) is None
-    rig.lag_counts[0] = 98            # 98 updates within 0.5 ms
-    rig.lag_counts[40] = 2            # 2 at 20-20.5 ms
+    rig.lag.counts[0] = 98            # 98 updates within 0.5 ms
+    rig.lag.counts[40] = 2            # 2 at 20-20.5 ms
     assert rig.lag_percentile(50) == 1000 * LAG_BIN
     assert rig.lag_percentile(99) == 1000 * LAG_BIN * 41
 
