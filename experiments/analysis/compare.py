@@ -359,17 +359,9 @@ def save_comparison(trial_path: Path, paths: Paths, title: str,
 def paths_from_trial(data) -> Paths:
     """Link 6 of the experiment (/mocap) and of the model (/model) of a loaded
     trial (:class:`aiko.experiments.files.triallog.TrialData`)."""
-    rec = data.records.get("/mocap", [])
-    seen = set()
-    te, pe = [], []
-    for t, d in rec:
-        if d.get("stale") or d.get("occluded") or d.get("x") is None:
-            continue
-        if d.get("frame") in seen:
-            continue
-        seen.add(d.get("frame"))
-        te.append(d["t_receive"] if d.get("t_receive") is not None else t)
-        pe.append((d["x"], d["y"], d["z"]))
+    tracked = data.tracked()
+    te = [t for t, _ in tracked]
+    pe = [p for _, p in tracked]
     mod = data.records.get("/model", [])
     tm = [d["t"] for _, d in mod]
     pm = [(d["x"], d["y"], d["z"]) for _, d in mod]

@@ -217,6 +217,22 @@ class TrialData:
                          np.nan if d["z"] is None else d["z"]] for _, d in rec]).reshape(-1, 3)
         return t, pos
 
+    def tracked(self) -> list[tuple[float, tuple[float, float, float]]]:
+        """Link 6 as motion capture tracked it: [(t_receive (s), (x, y, z) m)],
+        each camera frame once, occluded and stale samples left out (the
+        experiment a comparison uses)."""
+        seen = set()
+        out = []
+        for t, d in self.records.get("/mocap", []):
+            if d.get("stale") or d.get("occluded") or d.get("x") is None:
+                continue
+            if d.get("frame") in seen:
+                continue
+            seen.add(d.get("frame"))
+            out.append((d["t_receive"] if d.get("t_receive") is not None else t,
+                        (d["x"], d["y"], d["z"])))
+        return out
+
     def references(self, phase: str | None = "gait") -> tuple[np.ndarray, np.ndarray]:
         """(t_sent (k,), refs (k, nodes, 4)) of the streamed periods of one
         phase (``gait``, ``ramp``, ``wind-down``; None: all)."""
@@ -237,8 +253,13 @@ def read_trial(path: str | Path, topics: Collection[str] | None = None) -> Trial
     everything up to where it ends. ``topics``: parse and keep only these
     channels' records (the others are counted in ``counts`` and ``span``
     only), e.g. for a summary of a long trial without holding its every
-    CAN frame in memory."""
+    CAN frame in memory. A rosbag2 exported from a trial (its folder or its
+    MCAP file) is read as the trial it came from
+    (:mod:`aiko.experiments.files.rosbag2_read`)."""
     path = Path(path)
+    if _is_rosbag2(path):
+        from .rosbag2_read import read_rosbag2
+        return read_rosbag2(path, topics)
     try:
         with path.open("rb") as f:
             if f.read(len(MAGIC)) != MAGIC:
@@ -254,6 +275,22 @@ def read_trial(path: str | Path, topics: Collection[str] | None = None) -> Trial
         raise TrialLogError(str(path), f"cannot read ({exc.strerror})") from exc
     data.complete = not data.truncated
     return data
+
+
+def _is_rosbag2(path: Path) -> bool:
+    """A rosbag2 folder, or an MCAP file written with the ``ros2`` profile."""
+    if path.is_dir():
+        return (path / "metadata.yaml").is_file()
+    from mcap.records import Header
+    try:
+        with path.open("rb") as f:
+            if f.read(len(MAGIC)) != MAGIC:
+                return False
+            f.seek(0)
+            first = next(iter(_records(f)), None)
+    except OSError:
+        return False
+    return isinstance(first, Header) and first.profile == "ros2"
 
 
 def _read_into(data: TrialData, records, topics: Collection[str] | None) -> None:
