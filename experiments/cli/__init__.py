@@ -1,6 +1,6 @@
 """The `aiko` command line. The only place that prints.
 
-One module per subcommand (``simulate``, ``emulate``, ``run``, ``doctor``, ``replay``, ``fit``,
+One module per subcommand (``simulate``, ``emulate``, ``run``, ``doctor``, ``campaign``, ``replay``, ``fit``,
 ``sweep``, ``optimize``, ``preview``, ``export``, ``info``, ``dbc``): each adds its
 parser and turns its arguments into a call of a library function that the tests call
 too. :mod:`.args` holds what they share (one-line argument errors, number parsers,
@@ -18,6 +18,7 @@ import sys
 from aiko.model.errors import AikoError
 
 from . import (
+    campaign,
     dbc,
     doctor,
     emulate,
@@ -39,8 +40,8 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> Parser:
     p = Parser(prog="aiko", description="Aiko snake robot: model, rig and trials.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for mod in (simulate, emulate, run, doctor, replay, fit, sweep, optimize, preview, export,
-                info, dbc):
+    for mod in (simulate, emulate, run, doctor, campaign, replay, fit, sweep, optimize, preview,
+                export, info, dbc):
         mod.add_parser(sub)
     return p
 

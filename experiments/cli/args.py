@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["ArgError", "Parser", "out_folder", "OUT_FOLDER_HELP", "number", "positive", "nonneg", "links", "slope",
+__all__ = ["ArgError", "Parser", "trial_files", "out_folder", "OUT_FOLDER_HELP", "number", "positive", "nonneg", "links", "slope",
            "node_count", "port", "Progress", "StatusLine"]
 
 
@@ -34,6 +34,23 @@ def out_folder(command: str, path: Path) -> Path:
         raise ArgError(f"aiko {command}: --out {path}: cannot make the folder "
                        f"({exc.strerror})") from None
     return path
+
+
+def trial_files(command: str, paths: list[Path]) -> list[Path]:
+    """Trial logs as given, a campaign's folder standing for its completed
+    trials (``aiko campaign``); a campaign with none is a one-line error."""
+    from aiko.experiments.analysis.campaign_summary import completed_logs
+
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir() and (p / "campaign.csv").is_file():
+            logs = completed_logs(p)
+            if not logs:
+                raise ArgError(f"aiko {command}: {p}: the campaign has no completed trial yet")
+            out += logs
+        else:
+            out.append(p)
+    return out
 
 
 class Parser(argparse.ArgumentParser):

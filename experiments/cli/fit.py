@@ -13,6 +13,7 @@ from aiko.experiments.cli.args import (
     executor_args,
     out_folder,
     positive,
+    trial_files,
 )
 from aiko.experiments.cli.replay import add_solver_options
 
@@ -26,7 +27,8 @@ def add_parser(sub) -> None:
                     "to their motion capture (mean RMS error of link 6), bounded and "
                     "derivative-free with scipy.optimize; writes fit.json and one figure per "
                     "trial with the fitted model into DIR.")
-    f.add_argument("trials", nargs="+", metavar="TRIAL.mcap", type=Path)
+    f.add_argument("trials", nargs="+", metavar="TRIAL.mcap", type=Path,
+                   help="trial logs, or a campaign's folder for all its completed trials")
     f.add_argument("--params", required=True, metavar="LIST",
                    help="comma-separated: mu (isotropic) or mu_x,mu_y; backlash (deg); "
                         "delay (s)")
@@ -57,7 +59,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     names = [n.strip() for n in args.params.split(",") if n.strip()]
     bounds = parse_bounds(args.bounds, names)
-    inputs = [load_replay(p) for p in args.trials]
+    inputs = [load_replay(p) for p in trial_files("fit", args.trials)]
     out_folder("fit", args.out)
     progress = Progress(args.budget, sys.stderr.isatty())
     with open_executor(*executor_args(args)) as ex:

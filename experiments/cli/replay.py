@@ -15,6 +15,7 @@ from aiko.experiments.cli.args import (
     nonneg,
     out_folder,
     positive,
+    trial_files,
 )
 
 __all__ = ["add_parser", "cmd_replay", "add_model_options", "add_solver_options",
@@ -72,7 +73,9 @@ def add_parser(sub) -> None:
                     "trial's model or other parameters, and write the comparison against its "
                     "motion capture (figure and JSON) into DIR; several trials also give a "
                     "summary table (printed, and replay-summary.csv).")
-    r.add_argument("trials", nargs="+", metavar="TRIAL.mcap", type=Path)
+    r.add_argument("trials", nargs="+", metavar="TRIAL.mcap", type=Path,
+                   help="trial logs (or their rosbag2 exports), or a campaign's folder for all "
+                        "its completed trials")
     add_model_options(r)
     r.add_argument("--delay", type=parse_delay, default=0.0, metavar="S|auto",
                    help="motion capture's delay behind the commands, s; auto: estimate it "
@@ -119,7 +122,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.tag is not None and not args.tag.replace("-", "").replace("_", "").isalnum():
         raise ArgError(f"aiko replay: --tag {args.tag!r}: letters, digits, - and _ only")
     out_folder("replay", out)
-    results = replay_trials(args.trials, out=out, delay=args.delay, tag=args.tag, **opts)
+    results = replay_trials(trial_files("replay", args.trials), out=out, delay=args.delay, tag=args.tag, **opts)
     for r in results:
         if r.error is not None:
             print(f"aiko replay: {r.error}", file=sys.stderr)

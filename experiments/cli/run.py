@@ -161,6 +161,10 @@ def _add_plant_options(r) -> None:
                    help="the simulated Aiko starts at rest laid along this curve ([curve] "
                         "polyline or arc; see aiko simulate --start-curve); the trial's ramp "
                         "then takes its joints to the gait's start posture")
+    g.add_argument("--plant-fault", action="append", default=[], metavar="NODE:KIND[=V][@T]",
+                   help="an emulated module's fault, as aiko emulate --fault (drop=F, "
+                        "delay=S, silent, encoder[=h|v], saturate[=h|v]; @T s after the "
+                        "simulated Aiko's start), to rehearse a fault; repeatable")
     g.add_argument("--plant-mu", type=nonneg("plant mu"), default=None, metavar="MU",
                    help="the simulated floor's friction, if it differs from the gait's")
     g.add_argument("--plant-mu-x", type=nonneg("plant mu-x"), default=None, metavar="MU",
@@ -182,6 +186,8 @@ def plant_from_args(args: argparse.Namespace):
             raise ArgError("aiko run: --start-curve places the simulated Aiko; the robot "
                            "starts where it lies")
         changes["start_curve"] = str(args.start_curve)
+    if args.plant_fault:
+        changes["faults"] = tuple(_plant_faults(args))
     if args.plant_mu is not None and (args.plant_mu_x is not None or args.plant_mu_y is not None):
         raise ArgError("aiko run: give either --plant-mu or --plant-mu-x/--plant-mu-y, not both")
     if args.plant_mu is not None:
@@ -192,6 +198,22 @@ def plant_from_args(args: argparse.Namespace):
         changes["mu_y"] = args.plant_mu_y
     from dataclasses import replace
     return replace(base, **changes)
+
+
+def _plant_faults(args: argparse.Namespace) -> list[str]:
+    from aiko.firmware_interface.faults import FaultSpecError, faults_by_node
+
+    if args.rig != "simulated":
+        raise ArgError("aiko run: --plant-fault is for the simulated Aiko (--rig simulated)")
+    try:
+        nodes = faults_by_node(args.plant_fault)
+    except FaultSpecError as exc:
+        raise ArgError(f"aiko run: --plant-fault: {exc}") from None
+    for node in nodes:
+        if node > args.nodes:
+            raise ArgError(f"aiko run: --plant-fault for node {node}, but only nodes "
+                           f"1..{args.nodes} exist")
+    return list(args.plant_fault)
 
 
 def steering_from_args(args: argparse.Namespace):

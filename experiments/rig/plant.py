@@ -87,6 +87,8 @@ class PlantParams:
     # or at rest with these joint angles, rad: ((alpha_h, alpha_v) per joint), e.g.
     # a gait's start posture (a curve file's ``gait = true``)
     start_joint_angles: tuple[tuple[float, float], ...] | None = None
+    # faults the emulated modules inject (``NODE:KIND[=V][@T]``, as ``aiko emulate --fault``)
+    faults: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.servo not in ("module", "ideal"):

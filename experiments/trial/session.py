@@ -137,6 +137,8 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
         argv += ["--plant-mu-y", repr(plant.mu_y)]
     if scene is not None and not scene.empty:
         argv += ["--scene-json", scene_json(scene)]
+    for spec in plant.faults:
+        argv += ["--fault", spec]
     return python_module("aiko.experiments.cli", *argv)
 
 

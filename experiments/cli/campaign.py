@@ -1,0 +1,263 @@
+"""`aiko campaign PLAN.toml`: the trials of a plan, each as `aiko run` runs
+it, into the campaign's folder with its index; again after a stop, it goes on
+where it stopped; at the end, the series against the model."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from aiko.experiments.cli.args import ArgError, Parser
+
+__all__ = ["add_parser", "cmd_campaign", "entry_argv", "check_plan"]
+
+PROMPT = "Enter: start · r: redo the last · s: skip · q: stop > "
+
+
+def add_parser(sub) -> None:
+    c = sub.add_parser(
+        "campaign", help="run a plan of trials (gaits x repetitions), resumable, with the "
+                         "series against the model at the end",
+        description="Run every trial of a campaign plan (TOML: [campaign] name, folder, order, "
+                    "seed, rig_file; [[trial]] gait, duration, repetitions and any aiko run "
+                    "setting by its flag's name) as aiko run runs it, into the campaign's "
+                    "folder (<entry>-<rep>.mcap) with an index, campaign.csv. Run again, it "
+                    "goes on with the first trial not completed. On the robot it asks the "
+                    "operator before each trial (Enter, r redo, s skip, q stop); on the "
+                    "simulated rig it goes on by itself. Ends with summary.csv and summary.png.")
+    c.add_argument("plan", type=Path, metavar="PLAN.toml")
+    c.add_argument("--summary", action="store_true",
+                   help="run nothing: print the series so far and write summary.csv/.png")
+    c.add_argument("--ask", choices=("auto", "always", "never"), default="auto",
+                   help="ask the operator before each trial: auto (on the robot, default), "
+                        "always, never")
+    c.set_defaults(func=cmd_campaign)
+
+
+def _run_parser() -> Parser:
+    """A parser of ``aiko run``'s arguments alone (``["run", ...]``)."""
+    from aiko.experiments.cli import run
+
+    p = Parser(prog="aiko")
+    run.add_parser(p.add_subparsers(dest="command", parser_class=Parser))
+    return p
+
+
+def _run_flags() -> set[str]:
+    """``aiko run``'s flags, as plan keys (``--backlash-deg``: backlash_deg)."""
+    from aiko.experiments.cli import run
+
+    p = Parser(prog="aiko")
+    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    run.add_parser(sub)
+    options = sub.choices["run"]._option_string_actions   # argparse lists them nowhere else
+    return {s[2:].replace("-", "_") for s in options if s.startswith("--")}
+
+
+def entry_argv(entry, out: Path | None, rig_file: Path | None) -> list[str]:
+    """``aiko run``'s arguments for one trial of a plan entry."""
+    argv = ["run", entry.gait, "--duration", repr(entry.duration)]
+    if out is not None:
+        argv += ["--out", str(out)]
+    if rig_file is not None:
+        argv += ["--rig-file", str(rig_file)]
+    for key, value in entry.settings:
+        flag = "--" + key.replace("_", "-")
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if v is True:
+                argv.append(flag)
+            elif v is not False:
+                argv += [flag, repr(v) if isinstance(v, float) else str(v)]
+    return argv
+
+
+def check_plan(plan) -> dict:
+    """Every entry as ``aiko run`` would take it, before anything starts:
+    PlanError names the entry and key. Returns entry name -> rig
+    ("simulated" or "robot")."""
+    from aiko.experiments.cli.rig_settings import resolve
+    from aiko.experiments.files.campaign_plan import PlanError
+    from aiko.experiments.files.gait_file import get_gait
+    from aiko.model.errors import AikoError
+
+    parser = _run_parser()
+    flags = _run_flags()
+    src = str(plan.path)
+    rigs = {}
+    for i, entry in enumerate(plan.entries):
+        where = f"trial {i + 1} ({entry.name})"
+        for key, _ in entry.settings:
+            if key not in flags:
+                raise PlanError(src, "unknown key (not an aiko run setting)", f"{where}.{key}")
+        try:
+            gait = get_gait(entry.gait)
+        except AikoError as exc:
+            raise PlanError(src, str(exc), f"{where}.gait") from exc
+        try:
+            args = parser.parse_args(entry_argv(entry, Path("check.mcap"), plan.rig_file))
+            settings, rig = resolve(args, "run")
+            _session(args, gait, settings, rig)
+        except (ArgError, AikoError) as exc:
+            reason = str(exc).removeprefix("aiko run: ").removeprefix("aiko: ")
+            raise PlanError(src, reason, where) from exc
+        rigs[entry.name] = args.rig
+    return rigs
+
+
+def _session(args, gait, settings, rig):
+    from aiko.experiments.cli.rig_settings import as_metadata
+    from aiko.experiments.cli.run import session_from_args
+
+    return session_from_args(args, args.duration, gait.name, as_metadata(settings, rig))
+
+
+def _trial_runner(plan, say):
+    """The campaign's trial: ``aiko run``'s code on the entry's arguments."""
+    from aiko.experiments.cli import run as run_cmd
+    from aiko.experiments.cli.rig_settings import resolve
+    from aiko.experiments.files.gait_file import get_gait
+    from aiko.experiments.trial.campaign import Outcome
+
+    parser = _run_parser()
+
+    def run_trial(trial) -> Outcome:
+        args = parser.parse_args(entry_argv(trial.entry, trial.out, plan.rig_file))
+        settings, rig = resolve(args, "run")
+        gait = get_gait(args.gait)
+        report, interrupted = run_cmd._run(_session(args, gait, settings, rig), gait)
+        result = report.result
+        if interrupted or result is None:
+            outcome = Outcome("aborted", report.metrics, "interrupted")
+        elif result.reason == "fault":
+            outcome = Outcome("fault", report.metrics, str(result.fault))
+        else:
+            outcome = Outcome("completed", report.metrics)
+        outcome.posture = _posture(trial.out, result)
+        say(_trial_line(trial, outcome))
+        return outcome
+    return run_trial
+
+
+def _posture(log: Path, result) -> str:
+    """The robot as last measured: link 6 and the joints' largest angle at
+    the trial's end (its last STATE replies)."""
+    from aiko.experiments.files.triallog import TrialLogError, read_trial
+
+    parts = []
+    if result is not None and result.last_link6 is not None:
+        x, y, _ = result.last_link6
+        parts.append(f"link 6 at ({x:+.3f}, {y:+.3f}) m")
+    try:
+        last: dict[int, tuple[float, float]] = {}
+        for _, s in read_trial(log, topics=("/joint_state",)).records.get("/joint_state", []):
+            last[s["node"]] = (s["alpha_h"], s["alpha_v"])
+    except TrialLogError:
+        last = {}
+    if last:
+        worst = max(max(abs(a), abs(b)) for a, b in last.values())
+        parts.append(f"joints within {math.degrees(worst):.1f} deg of straight "
+                     f"({len(last)} nodes answered)")
+    return f"end of {log.name}: " + "; ".join(parts) if parts else ""
+
+
+def _trial_line(trial, outcome) -> str:
+    m = outcome.metrics or {}
+    text = f"{trial.entry.name} #{trial.repetition}: {outcome.outcome}"
+    if outcome.note:
+        text += f" ({outcome.note})"
+    if "final_error_m" in m:
+        text += (f"; final error {100 * m['final_error_m']:.1f} cm, net displacement ratio "
+                 f"{m['distance_ratio']:.2f}")
+    return text + f"; log {trial.out}"
+
+
+def _asker(mode: str, rigs: dict):
+    """The operator's prompt (None: never ask)."""
+    if mode == "never" or (mode == "auto" and "robot" not in rigs.values()):
+        return None
+
+    def ask(up) -> str:
+        if mode == "auto" and rigs.get(up.entry.name) != "robot":
+            return "start"
+        print(f"next: {up.position}/{up.total} {up.entry.name} #{up.repetition} "
+              f"({up.entry.gait}, {up.entry.duration:g} s)")
+        if up.last is not None:
+            entry, rep, out = up.last
+            print(f"last: {entry.name} #{rep} {out.outcome}"
+                  + (f"; robot as last measured, {out.posture}" if out.posture else ""))
+        else:
+            print("robot: not measured yet in this run of the campaign")
+        while True:
+            try:
+                answer = input(PROMPT).strip().lower()
+            except (EOFError, KeyboardInterrupt):
+                print()
+                return "quit"
+            choice = {"": "start", "r": "redo", "s": "skip", "q": "quit"}.get(answer)
+            if choice is not None:
+                return choice
+            print("  answer Enter, r, s or q")
+    return ask
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from aiko.experiments.files.campaign_plan import load_plan
+    from aiko.experiments.trial.campaign import Campaign
+
+    plan = load_plan(args.plan)
+    campaign = Campaign(plan)
+    if args.summary:
+        if not campaign.index.path.exists():
+            raise ArgError(f"aiko campaign: {plan.folder}: no campaign index yet")
+        return _summary(plan.folder)
+    rigs = check_plan(plan)
+    campaign.check()
+    pending = campaign.pending()
+    print(f"campaign {plan.name}: {len(pending)} of "
+          f"{sum(e.repetitions for e in plan.entries)} trials to run, into {plan.folder}")
+
+    def say(text: str) -> None:
+        print(f"aiko campaign: {text}", flush=True)
+
+    res = campaign.run(_trial_runner(plan, say), _asker(args.ask, rigs), say)
+    left = len(campaign.pending())
+    if res.stopped is not None:
+        print(f"aiko campaign: {res.stopped}; {left} trial(s) left: run "
+              f"`aiko campaign {args.plan}` again to go on", file=sys.stderr)
+    _summary(plan.folder)
+    if res.stopped == "interrupted":
+        return 130
+    return 2 if res.stopped is not None and res.stopped.startswith("the plan") else 0
+
+
+def _summary(folder: Path) -> int:
+    from aiko.experiments.analysis.campaign_summary import (
+        summarize,
+        summary_figure,
+        write_summary,
+    )
+
+    summaries = summarize(folder)
+    print(f"{'entry':24s} {'runs':>4s} {'net disp. exp. m':>17s} {'model m':>8s} "
+          f"{'ratio':>12s} {'heading diff. deg':>17s} {'RMS error cm':>13s}")
+    for s in summaries:
+        st = s.stats
+        print(f"{s.entry:24s} {s.repetitions:4d} "
+              f"{_pm(st['net_displacement_experiment_m_mean'], st['net_displacement_experiment_m_sd'], 3):>17s} "
+              f"{st['net_displacement_model_m_mean']:8.3f} "
+              f"{_pm(st['ratio_mean'], st['ratio_sd'], 2):>12s} "
+              f"{_pm(st['heading_difference_deg_mean'], st['heading_difference_deg_sd'], 1):>17s} "
+              f"{_pm(100 * st['rms_error_m_mean'], 100 * st['rms_error_m_sd'], 1):>13s}"
+              + (f"  ({s.faults} fault(s))" if s.faults else "")
+              + (f"  ({s.skipped} skipped)" if s.skipped else ""))
+    print(f"summary: {write_summary(folder, summaries)}, {summary_figure(folder, summaries)}")
+    return 0
+
+
+def _pm(mean: float, sd: float, digits: int) -> str:
+    if not math.isfinite(mean):
+        return "-"
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
