@@ -339,3 +339,14 @@ def test_the_operator_prompt_through_a_terminal(tmp_path):
         ("sidewinding", "1", "completed", "sidewinding-1.mcap"),
         ("sidewinding", "1", "completed", "sidewinding-1-2.mcap"),
         ("sidewinding", "2", "skipped", "")]
+
+
+def test_the_documented_example_plan_is_valid_and_runs_on_the_robot(monkeypatch):
+    from aiko.experiments.cli.campaign import check_plan
+
+    root = Path(__file__).resolve().parents[3]
+    monkeypatch.setenv("AIKO_MQTT_PASSWORD", "secret")   # the example rig file names it
+    plan = load_plan(root / "docs" / "examples" / "campaign.toml")
+    assert plan.order == "shuffled" and plan.rig_file == root / "docs" / "examples" / "aiko.toml"
+    assert check_plan(plan) == {"sidewinding": "robot", "lateral-undulation": "robot"}
+    assert [r for _, r in schedule(plan)].count(3) == 2
