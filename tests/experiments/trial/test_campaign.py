@@ -350,3 +350,19 @@ def test_the_documented_example_plan_is_valid_and_runs_on_the_robot(monkeypatch)
     assert plan.order == "shuffled" and plan.rig_file == root / "docs" / "examples" / "aiko.toml"
     assert check_plan(plan) == {"sidewinding": "robot", "lateral-undulation": "robot"}
     assert [r for _, r in schedule(plan)].count(3) == 2
+
+
+def test_fit_and_replay_take_a_campaign_folder_for_its_completed_trials(tmp_path):
+    from aiko.experiments.cli.args import ArgError, trial_files
+
+    plan = load_plan(write_plan(tmp_path))
+    Campaign(plan).run(fake_trial(["fault", "completed", "completed", "completed"]))
+    logs = trial_files("fit", [plan.folder, tmp_path / "other.mcap"])
+    assert [p.name for p in logs] == ["sidewinding-2.mcap", "lateral-undulation-1.mcap",
+                                      "lateral-undulation-2.mcap", "other.mcap"]
+    empty = load_plan(write_plan(tmp_path, "empty.toml", folder="empty"))
+    Campaign(empty).run(fake_trial(["fault"] * 4))
+    with pytest.raises(ArgError, match="the campaign has no completed trial yet"):
+        trial_files("fit", [empty.folder])
+    r = aiko("fit", str(empty.folder), "--params", "mu")
+    assert r.returncode == 2 and "no completed trial yet" in r.stderr
