@@ -287,22 +287,33 @@ plant = "ideal"
     assert "node-2-silent #1: fault" in r.stdout
 
 
-def _expect(fd: int, needle: str, timeout: float = 120.0) -> str:
-    """Read the pseudo-terminal until ``needle`` shows."""
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while needle not in seen:
-        left = deadline - time.monotonic()
-        assert left > 0, f"no {needle!r} in {seen[-2000:]!r}"
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096).decode(errors="replace")
-            except OSError:
-                chunk = ""
-            assert chunk, f"the campaign ended before {needle!r}: {seen[-2000:]!r}"
-            seen += chunk
-    return seen
+class Terminal:
+    """The campaign's side of a pseudo-terminal, read as a stream: each
+    :meth:`expect` consumes the output up to and including its needle."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = ""
+
+    def expect(self, needle: str, timeout: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout
+        while needle not in self.buf:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {needle!r} in {self.buf[-2000:]!r}"
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096).decode(errors="replace")
+                except OSError:
+                    chunk = ""
+                assert chunk, f"the campaign ended before {needle!r}: {self.buf[-2000:]!r}"
+                self.buf += chunk
+        end = self.buf.index(needle) + len(needle)
+        seen, self.buf = self.buf[:end], self.buf[end:]
+        return seen
+
+    def answer(self, text: str) -> None:
+        os.write(self.fd, text.encode() + b"\n")
 
 
 def test_the_operator_prompt_through_a_terminal(tmp_path):
@@ -312,26 +323,34 @@ def test_the_operator_prompt_through_a_terminal(tmp_path):
     if pid == 0:   # the child: the campaign on the terminal
         os.execvp(sys.executable, [sys.executable, "-m", "aiko.experiments.cli", "campaign",
                                    str(plan), "--ask", "always"])
+    term = Terminal(fd)
+    prompt = "q: stop > "
     try:
-        seen = _expect(fd, "> ")
+        seen = term.expect(prompt)
         assert "next: 1/4 sidewinding #1" in seen and "not measured yet" in seen
-        os.write(fd, b"\n")
-        seen = _expect(fd, "> ")
+        term.answer("")
+        seen = term.expect(prompt)
         assert "sidewinding #1: completed" in seen and "next: 2/4 sidewinding #2" in seen
         assert "robot as last measured, end of sidewinding-1.mcap: link 6 at" in seen
-        os.write(fd, b"x\n")
-        _expect(fd, "answer Enter, r, s or q")
-        os.write(fd, b"r\n")
-        seen = _expect(fd, "> ")
+        term.answer("x")
+        assert "answer Enter, r, s or q" in term.expect(prompt)
+        term.answer("r")
+        seen = term.expect(prompt)
         assert "sidewinding #1: completed" in seen and "sidewinding-1-2.mcap" in seen
-        os.write(fd, b"s\n")
-        seen = _expect(fd, "> ")
+        term.answer("s")
+        seen = term.expect(prompt)
         assert "skipped sidewinding #2" in seen and "next: 3/4 lateral-undulation #1" in seen
-        os.write(fd, b"q\n")
-        seen = _expect(fd, "summary:")
-        assert "stopped by the operator; 2 trial(s) left" in seen
+        term.answer("q")
+        assert "stopped by the operator; 2 trial(s) left" in term.expect("summary:")
     finally:
-        _, status = os.waitpid(pid, 0)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        deadline = time.monotonic() + 20
+        while done == 0 and time.monotonic() < deadline:   # its summary, then its exit
+            time.sleep(0.1)
+            done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:   # a test that failed half-way leaves it waiting for an answer
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
     rows = _rows(tmp_path / "floor-a")
