@@ -79,7 +79,7 @@ def check_log(path: Path) -> dict:
     """Periods, REFs, SYNCs and mocap samples in the log; the last mocap time."""
     from aiko.experiments.files.triallog import read_trial
 
-    data = read_trial(path)
+    data = read_trial(path, topics=("/can/tx", "/mocap"))   # the rest only counted
     tx = data.records.get("/can/tx", [])
     syncs = sum(1 for _, r in tx if r["id"] == 0x80)
     refs = sum(1 for _, r in tx if 0x201 <= r["id"] <= 0x23F)

@@ -31,7 +31,8 @@ from .protocol import (
     frame_kind,
 )
 
-__all__ = ["Nmt", "Sync", "Emcy", "JointState", "Ref", "Heartbeat", "Frame", "encode", "decode",
+__all__ = ["Nmt", "Sync", "Emcy", "JointState", "Ref", "Heartbeat", "Frame", "RawFrame", "encode",
+           "decode",
            "FrameError", "UnknownFrameError", "MalformedFrameError", "FrameValueError"]
 
 
@@ -110,6 +111,21 @@ class Heartbeat:
 
 Frame = Nmt | Sync | Emcy | JointState | Ref | Heartbeat
 
+
+@dataclass(frozen=True)
+class RawFrame:
+    """Any standard frame, protocol or not, sent as it is: what a babbling
+    node puts on the bus (the emulator's ``babble`` fault). :func:`decode`
+    never returns one."""
+
+    arbitration_id: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.arbitration_id <= 0x7FF or len(self.data) > 8:
+            raise ValueError(f"not a standard CAN frame: 0x{self.arbitration_id:X}, "
+                             f"{len(self.data)} bytes")
+
 _I16 = (-32768, 32767)
 _U8 = (0, 255)
 
@@ -140,8 +156,10 @@ def _pack(kind: str, node: int, raw: dict) -> bytes:
     return bytes(_message(kind, node).encode(raw, scaling=False, strict=False))
 
 
-def encode(frame: Frame) -> tuple[int, bytes]:
+def encode(frame: Frame | RawFrame) -> tuple[int, bytes]:
     """(arbitration_id, payload) of a frame."""
+    if isinstance(frame, RawFrame):
+        return frame.arbitration_id, bytes(frame.data)
     if isinstance(frame, Nmt):
         raw = {"command": _raw("NMT", "command", frame.command, 1, *_U8),
                "node_id": _raw("NMT", "node_id", frame.node_id, 1, 0, MAX_NODE_ID)}

@@ -24,7 +24,18 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from .codec import Emcy, Frame, FrameError, Heartbeat, JointState, Nmt, Ref, Sync, decode
+from .codec import (
+    Emcy,
+    Frame,
+    FrameError,
+    Heartbeat,
+    JointState,
+    Nmt,
+    RawFrame,
+    Ref,
+    Sync,
+    decode,
+)
 from .protocol import (
     CURRENT_LIMIT_TIME,
     HEARTBEAT_PERIOD,
@@ -73,8 +84,10 @@ class FaultConfig:
     silent_from: from then on the node transmits nothing (no heartbeat, STATE
     or EMCY); encoder_fault_at: the encoder of ``encoder_motor`` fails then;
     saturate_from: from then on ``saturate_motor`` has a tenth of its torque and
-    saturates; reply_delay: every transmission is delayed by this; seed: of the
-    drop decisions.
+    saturates; reply_delay: every transmission is delayed by this;
+    babble_from: from then on the node also sends ``babble_rate`` random
+    frames a second (any identifier, 0-8 random bytes: a broken node or a
+    fuzzer on the bus); seed: of the drop decisions and the babble.
     """
 
     drop_fraction: float = 0.0
@@ -84,6 +97,8 @@ class FaultConfig:
     saturate_from: float | None = None
     saturate_motor: int = Motor.V
     reply_delay: float = 0.0
+    babble_from: float | None = None
+    babble_rate: float = 0.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -91,6 +106,8 @@ class FaultConfig:
             raise ValueError(f"drop_fraction must lie in [0, 1], got {self.drop_fraction}")
         if self.reply_delay < 0:
             raise ValueError(f"reply_delay must be >= 0, got {self.reply_delay}")
+        if not (0.0 <= self.babble_rate <= 5000.0):
+            raise ValueError(f"babble_rate must lie in [0, 5000] frames/s, got {self.babble_rate}")
         if self.encoder_motor not in (Motor.H, Motor.V) or self.saturate_motor not in (Motor.H,
                                                                                         Motor.V):
             raise ValueError("a fault's motor must be 0 (H) or 1 (V)")
@@ -101,7 +118,7 @@ class Outgoing:
     """A frame to transmit at time ``at``."""
 
     at: float
-    frame: Frame
+    frame: Frame | RawFrame
 
 
 @dataclass
@@ -196,6 +213,7 @@ class JointModule:
         self._sat_since: list[float | None] = [None, None]
         self._current_limit = [False, False]
         self._encoder_reported = False
+        self._babbled = 0                        # random frames sent so far
         self.nmt_obeyed: list[int] = []            # NMT commands obeyed (for tests and demos)
 
     # --------------------------------------------------------------- outside
@@ -391,6 +409,21 @@ class JointModule:
                 out += self._send(self._next_heartbeat, Heartbeat(self.node, self.state))
                 self._hb_count += 1
                 self._next_heartbeat = self._hb_origin + self._hb_count * HEARTBEAT_PERIOD
+            out += self._babble(now)
+        return out
+
+    def _babble(self, now: float) -> list[Outgoing]:
+        """The random frames due by ``now`` (the ``babble`` fault)."""
+        f = self.faults
+        if f.babble_from is None or f.babble_rate <= 0 or now < f.babble_from:
+            return []
+        out: list[Outgoing] = []
+        while f.babble_from + self._babbled / f.babble_rate <= now + 1e-12:
+            t = f.babble_from + self._babbled / f.babble_rate
+            self._babbled += 1
+            rng = self._rng
+            data = bytes(rng.randrange(256) for _ in range(rng.randrange(9)))
+            out += self._send(t, RawFrame(rng.randrange(0x800), data))
         return out
 
     def _conditions(self, t: float) -> list[Outgoing]:
@@ -436,7 +469,7 @@ class JointModule:
     def _emcy(self, t: float, code: int, motor: int) -> list[Outgoing]:
         return self._send(t, Emcy(self.node, int(code), self.error_register(), int(motor)))
 
-    def _send(self, t: float, frame: Frame) -> list[Outgoing]:
+    def _send(self, t: float, frame: Frame | RawFrame) -> list[Outgoing]:
         f = self.faults
         if f.silent_from is not None and t >= f.silent_from:
             return []

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import can
 
-from .codec import Frame, decode, encode
+from .codec import Frame, FrameError, RawFrame, decode, encode
 from .emulator import FaultConfig, JointModelParams, JointModule, Outgoing
 
 __all__ = ["VirtualJointRig", "BusJointRig"]
@@ -27,8 +27,8 @@ class VirtualJointRig:
     def __init__(self, modules: Iterable[JointModule], t0: float = 0.0) -> None:
         self.modules = list(modules)
         self.t = t0
-        self.log: list[tuple[float, Frame]] = []
-        self._pending: list[tuple[float, int, Frame]] = []
+        self.log: list[tuple[float, Frame | RawFrame]] = []   # RawFrame: not the protocol's
+        self._pending: list[tuple[float, int, Frame | RawFrame]] = []
         self._seq = itertools.count()
 
     @classmethod
@@ -73,7 +73,7 @@ class VirtualJointRig:
         self._collect([])
 
     def received(self, kind: type | tuple[type, ...] | None = None, node: int | None = None,
-                 since: float | None = None) -> list[tuple[float, Frame]]:
+                 since: float | None = None) -> list[tuple[float, Frame | RawFrame]]:
         """Frames the modules sent, filtered by type, node and time."""
         out = []
         for at, f in self.log:
@@ -116,7 +116,11 @@ class BusJointRig(VirtualJointRig):
             self.node_bus.send(can.Message(arbitration_id=ident, data=data, is_extended_id=False))
             msg = self.pc_bus.recv(timeout=1.0)
             assert msg is not None, "the virtual bus lost a frame"
-            self.log.append((at, decode(msg.arbitration_id, bytes(msg.data))))
+            try:
+                got: Frame | RawFrame = decode(msg.arbitration_id, bytes(msg.data))
+            except FrameError:   # a babbling module's frame
+                got = RawFrame(msg.arbitration_id, bytes(msg.data))
+            self.log.append((at, got))
 
     def send_raw(self, arbitration_id: int, data: bytes, *, is_extended: bool = False,
                  is_remote: bool = False) -> None:

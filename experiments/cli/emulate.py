@@ -43,7 +43,8 @@ def add_parser(sub) -> None:
                    help="address to bind (default 127.0.0.1, loopback only)")
     e.add_argument("--fault", action="append", default=[], metavar="NODE:KIND[=V][@T]",
                    help="inject a fault: drop=F, delay=S, silent, encoder[=h|v], "
-                        "saturate[=h|v]; @T seconds after start (repeatable)")
+                        "saturate[=h|v], babble=RATE (random frames a second); @T seconds "
+                        "after start (repeatable)")
     g = e.add_argument_group("the simulated Aiko (--plant)")
     g.add_argument("--plant", action="store_true",
                    help="run the physics behind the modules and send motion capture")

@@ -163,8 +163,8 @@ def _add_plant_options(r) -> None:
                         "then takes its joints to the gait's start posture")
     g.add_argument("--plant-fault", action="append", default=[], metavar="NODE:KIND[=V][@T]",
                    help="an emulated module's fault, as aiko emulate --fault (drop=F, "
-                        "delay=S, silent, encoder[=h|v], saturate[=h|v]; @T s after the "
-                        "simulated Aiko's start), to rehearse a fault; repeatable")
+                        "delay=S, silent, encoder[=h|v], saturate[=h|v], babble=RATE; @T s "
+                        "after the simulated Aiko's start), to rehearse a fault; repeatable")
     g.add_argument("--plant-mu", type=nonneg("plant mu"), default=None, metavar="MU",
                    help="the simulated floor's friction, if it differs from the gait's")
     g.add_argument("--plant-mu-x", type=nonneg("plant mu-x"), default=None, metavar="MU",
