@@ -62,6 +62,8 @@ def descendants(root: int) -> dict[int, str]:
             role = "simulated Aiko"
         elif b"parallel_model" in cmd:
             role = "parallel model"
+        elif b"resource_tracker" in cmd:
+            role = "resource tracker"   # multiprocessing's, beside the physics process
         elif b"multiprocessing" in cmd and role == "simulated Aiko":
             role = "physics"      # the simulated Aiko's physics process
         out[pid] = role

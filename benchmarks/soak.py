@@ -16,6 +16,7 @@ time. Not part of the tests.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import subprocess
 import sys
@@ -140,6 +141,11 @@ def main() -> int:
                  "export blf": timed(_cli("export", str(log), "--format", "blf", "--out",
                                           str(folder / "export")))}
         size_mb = log.stat().st_size / 1e6
+        if a.keep is not None:   # the samples, for another look
+            with (folder / "soak-samples.csv").open("w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=["t", "role", "pid", "rss_mb", "cpu_s"])
+                w.writeheader()
+                w.writerows(rows)
     print(f"machine: {describe()}")
     print(f"{a.minutes:g} min of {a.gait}, log {size_mb:.1f} MB")
     for line in summary:

@@ -133,7 +133,13 @@ class CanDispatcher:
         self.periods = periods
 
     def on_raw(self, rx) -> None:
-        """A frame seen outside the dispatch loop (bring-up, safe state): logged."""
+        """A frame seen outside the dispatch loop (bring-up, safe state):
+        logged, with why when it does not decode (as in the loop)."""
+        try:
+            decode(rx.arbitration_id, rx.data)
+        except FrameError as exc:
+            self.fanout.emit(FrameReceived(rx, str(exc)))
+            return
         self.fanout.emit(FrameReceived(rx))
 
     async def run(self) -> None:
