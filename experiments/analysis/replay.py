@@ -105,9 +105,11 @@ def _json_field(meta: dict, key: str, default):
         return raw
 
 
-REPLAY_TOPICS = ("/references", "/mocap", "/model", "/joint_state", "/events")
-"""The channels a replay reads; the CAN frames, the bulk of a log, are only
-counted (a long trial's replay does not hold them in memory)."""
+REPLAY_TOPICS = ("/references", "/mocap", "/model", "/events")
+"""The channels a replay reads; the CAN frames and the joint states, the bulk
+of a log, are only counted (a long trial's replay does not hold them in
+memory; the joint states are read again only for a log whose parallel model
+left no start coordinates)."""
 
 
 def load_replay(path: str | Path) -> ReplayInput:
@@ -169,7 +171,8 @@ def _start(data, params: SnakeParams, t_refs, refs, exp: Paths):
              if d.get("phase", "gait") == "gait"][0]
     ah, av = refs[0, :, 0].copy(), refs[0, :, 1].copy()
     answered = 0
-    for _, s in data.records.get("/joint_state", []):
+    states = read_trial(data.path, topics=("/joint_state",)).records.get("/joint_state", [])
+    for _, s in states:
         if s.get("sync_echo") == first.get("counter") and 1 <= s.get("node", 0) <= len(ah):
             ah[s["node"] - 1], av[s["node"] - 1] = s["alpha_h"], s["alpha_v"]
             answered += 1

@@ -72,11 +72,13 @@ def test_delay_estimate_finds_the_injected_motion_capture_latency(late_mocap_tri
     assert res.metrics["rms_error_m"] < plain["rms_error_m"]
 
 
-def write_still_trial(path, mocap, nodes=3, periods=21):
+def write_still_trial(path, mocap, nodes=3, periods=21, states=()):
     """A hand-made trial log: the still gait's references, and ``mocap`` as
-    (x, y, z) or None (occluded) at 20 Hz."""
+    (x, y, z) or None (occluded) at 20 Hz; ``states``: /joint_state records."""
     config = TrialConfig(gait="still", nodes=nodes, duration=2.0)
     with TrialLog(path, trial_metadata(config, PRESETS["still"])) as log:
+        for s in states:
+            log.write("/joint_state", 0.45, s)
         for k in range(periods):
             t = 0.5 + 0.1 * k
             log.write("/references", t, {
@@ -102,6 +104,21 @@ def test_occlusions_and_nans_in_motion_capture_are_left_out(tmp_path):
     m = compare_paths(paths)
     assert m["samples"] == 40 - 1 or m["samples"] == 40   # 2 left out, the span clipped
     assert m["final_error_m"] < 0.01   # a still snake placed on its one marker stays there
+
+
+def test_a_start_rebuilt_from_the_first_periods_state_replies(tmp_path):
+    """A log without the parallel model's start: the joints of the first gait
+    period's STATE replies (read from the log only then) place the snake."""
+    states = [{"node": n, "alpha_h": 0.1 * n, "alpha_v": 0.0, "duty_h": 0, "duty_v": 0,
+               "status": 1, "sync_echo": 0} for n in (1, 2, 3)]
+    path = tmp_path / "bent.mcap"
+    write_still_trial(path, [(0.0, 0.0, 0.05)] * 42, states=states)
+    inp = load_replay(path)
+    assert inp.start_source.startswith("rebuilt: STATE of 3/3 nodes"), inp.start_source
+    straight = tmp_path / "straight.mcap"
+    write_still_trial(straight, [(0.0, 0.0, 0.05)] * 42)
+    assert load_replay(straight).start_source.startswith("rebuilt: STATE of 0/3 nodes")
+    assert not np.allclose(inp.q0, load_replay(straight).q0)
 
 
 def test_a_truncated_trial_replays_what_it_holds(ideal_trial, tmp_path):
