@@ -30,30 +30,13 @@ __all__ = ["export_csv", "export_can", "trial_info", "INFO_TOPICS", "CAN_TOPICS"
 FORMATS = ("csv", "asc", "blf")
 
 
-def _wall_start(data: TrialData) -> float:
-    for _, e in data.events("trial_start"):
-        w = e.get("data", {}).get("wall_start")
-        if isinstance(w, (int, float)):
-            return float(w)
-    return 0.0
-
-
 def can_messages(data: TrialData) -> list[can.Message]:
     """Every logged CAN frame as a python-can Message (time order; rx/tx set)."""
-    t0 = _wall_start(data)
-    out = []
-    for channel, is_rx in (("/can/tx", False), ("/can/rx", True)):
-        for t, r in data.records.get(channel, []):
-            try:
-                payload = bytes.fromhex(r["data"])
-                ident = int(r["id"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            if not 0 <= ident <= 0x7FF or len(payload) > 8:
-                continue
-            out.append(can.Message(timestamp=t0 + t, arbitration_id=ident,
-                                   is_extended_id=False, data=payload, is_rx=is_rx,
-                                   channel=1))
+    t0 = data.wall_start()
+    out = [can.Message(timestamp=t0 + t, arbitration_id=ident, is_extended_id=False,
+                       data=payload, is_rx=is_rx, channel=1)
+           for channel, is_rx in (("/can/tx", False), ("/can/rx", True))
+           for t, ident, payload in data.frames(channel)]
     out.sort(key=lambda m: m.timestamp)
     return out
 

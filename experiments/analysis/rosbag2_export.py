@@ -71,7 +71,7 @@ class _Stamps:
     """Trial time (s) to the bag's nanoseconds: wall start + trial clock."""
 
     def __init__(self, data: TrialData) -> None:
-        self.wall_ns = to_ns(_wall_start(data))
+        self.wall_ns = to_ns(data.wall_start())
 
     def ns(self, t: float) -> int:
         return self.wall_ns + to_ns(t)
@@ -82,14 +82,6 @@ class _Stamps:
         return types["std_msgs/msg/Header"](
             stamp=types["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9),
             frame_id=frame_id)
-
-
-def _wall_start(data: TrialData) -> float:
-    for _, e in data.events("trial_start"):
-        w = e.get("data", {}).get("wall_start")
-        if isinstance(w, (int, float)) and not isinstance(w, bool):
-            return float(w)
-    return 0.0
 
 
 def export_rosbag2(data: TrialData, folder: str | Path) -> BagSummary:
@@ -179,7 +171,7 @@ def _trial(data: TrialData, s: _Stamps) -> list[Item]:
     t0 = data.span[0] if data.span else 0.0
     payload = {"metadata": {k: _meta_value(v) for k, v in data.metadata.items()},
                "comparison": _metrics(data), "comparison_t": _metrics_t(data),
-               "wall_start": _wall_start(data),
+               "wall_start": data.wall_start(),
                "file": data.path.name, "truncated": data.truncated}
     return [(s.ns(t0), "/trial", _string(json.dumps(payload))),
             (s.ns(t0), "/tf_static", _tf([(s.header(t0, "world"), name, (0.0, 0.0, 0.0))
@@ -256,14 +248,7 @@ def _can(data: TrialData, s: _Stamps, channel: str) -> Iterator[Item]:
     import numpy as np
 
     make = typestore().types["can_msgs/msg/Frame"]
-    for t, r in data.records.get(channel, []):
-        try:
-            payload = bytes.fromhex(r["data"])
-            ident = int(r["id"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        if not 0 <= ident <= 0x7FF or len(payload) > 8:
-            continue
+    for t, ident, payload in data.frames(channel):
         padded = np.zeros(8, dtype=np.uint8)
         padded[:len(payload)] = np.frombuffer(payload, dtype=np.uint8)
         yield s.ns(t), channel, make(header=s.header(t), id=ident, is_rtr=False,

@@ -243,6 +243,29 @@ class TrialData:
                          for _, d in rec])
         return t, refs
 
+    def wall_start(self) -> float:
+        """The wall clock (s since the epoch) at the trial clock's zero, from
+        the ``trial_start`` event (0.0 for a log without one)."""
+        for _, e in self.events("trial_start"):
+            w = e.get("data", {}).get("wall_start")
+            if isinstance(w, (int, float)) and not isinstance(w, bool):
+                return float(w)
+        return 0.0
+
+    def frames(self, channel: str) -> list[tuple[float, int, bytes]]:
+        """The standard CAN frames of /can/tx or /can/rx as (t, identifier,
+        payload); a record that is not one is left out."""
+        out = []
+        for t, r in self.records.get(channel, []):
+            try:
+                payload = bytes.fromhex(r["data"])
+                ident = int(r["id"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if 0 <= ident <= 0x7FF and len(payload) <= 8:
+                out.append((t, ident, payload))
+        return out
+
     def events(self, kind: str | None = None) -> list[tuple[float, dict]]:
         return [(t, d) for t, d in self.records.get("/events", []) if kind is None
                 or d["kind"] == kind]
