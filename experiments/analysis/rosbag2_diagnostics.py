@@ -89,10 +89,10 @@ def node_level(state: int | None, status: int | None) -> tuple[int, str]:
 def _node_events(data: TrialData) -> list[tuple[float, int, str, int]]:
     """(t, node, "state" or "status", value) from the log, in time order."""
     out = []
-    for t, r in data.records.get("/can/rx", []):
+    for t, ident, payload in data.frames("/can/rx"):
         try:
-            frame = decode(int(r["id"]), bytes.fromhex(r["data"]))
-        except (FrameError, KeyError, TypeError, ValueError):
+            frame = decode(ident, payload)
+        except FrameError:
             continue
         if isinstance(frame, Heartbeat):
             out.append((t, frame.node, "state", frame.state))

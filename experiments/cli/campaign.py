@@ -36,23 +36,20 @@ def add_parser(sub) -> None:
     c.set_defaults(func=cmd_campaign)
 
 
-def _run_parser() -> Parser:
-    """A parser of ``aiko run``'s arguments alone (``["run", ...]``)."""
-    from aiko.experiments.cli import run
-
-    p = Parser(prog="aiko")
-    run.add_parser(p.add_subparsers(dest="command", parser_class=Parser))
-    return p
-
-
-def _run_flags() -> set[str]:
-    """``aiko run``'s flags, as plan keys (``--backlash-deg``: backlash_deg)."""
+def _run_parser() -> tuple[Parser, Parser]:
+    """A parser of ``aiko run``'s arguments alone (``["run", ...]``), and
+    its ``run`` subparser."""
     from aiko.experiments.cli import run
 
     p = Parser(prog="aiko")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     run.add_parser(sub)
-    options = sub.choices["run"]._option_string_actions   # argparse lists them nowhere else
+    return p, sub.choices["run"]
+
+
+def _run_flags(run_parser: Parser) -> set[str]:
+    """``aiko run``'s flags, as plan keys (``--backlash-deg``: backlash_deg)."""
+    options = run_parser._option_string_actions   # argparse lists them nowhere else
     return {s[2:].replace("-", "_") for s in options if s.startswith("--")}
 
 
@@ -83,8 +80,8 @@ def check_plan(plan) -> dict:
     from aiko.experiments.files.gait_file import get_gait
     from aiko.model.errors import AikoError
 
-    parser = _run_parser()
-    flags = _run_flags()
+    parser, run_parser = _run_parser()
+    flags = _run_flags(run_parser)
     src = str(plan.path)
     rigs = {}
     for i, entry in enumerate(plan.entries):
@@ -121,7 +118,7 @@ def _trial_runner(plan, say):
     from aiko.experiments.files.gait_file import get_gait
     from aiko.experiments.trial.campaign import Outcome
 
-    parser = _run_parser()
+    parser, _ = _run_parser()
 
     def run_trial(trial) -> Outcome:
         args = parser.parse_args(entry_argv(trial.entry, trial.out, plan.rig_file))

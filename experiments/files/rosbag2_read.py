@@ -21,10 +21,10 @@ import json
 from collections.abc import Collection
 from pathlib import Path
 
-from aiko.firmware_interface.codec import Emcy, FrameError, JointState, decode, frame_fields
+from aiko.firmware_interface.codec import Emcy, FrameError, JointState, decode
 
 from .ros_types import REQUIRED_TOPICS, split_joint_name, to_ns, typestore
-from .triallog import TrialData, TrialLogError
+from .triallog import TrialData, TrialLogError, frame_record
 
 __all__ = ["read_rosbag2", "bag_folder"]
 
@@ -166,13 +166,9 @@ def _decode_rx(data: TrialData) -> None:
         except FrameError:
             continue
         if isinstance(frame, JointState):
-            out = frame_fields(frame)
-            out["status"] = int(out["status"])
-            data.records.setdefault("/joint_state", []).append((t, out))
+            data.records.setdefault("/joint_state", []).append((t, frame_record(frame)))
         elif isinstance(frame, Emcy):
-            out = frame_fields(frame)
-            out["error_register"] = int(out["error_register"])
-            data.records.setdefault("/emcy", []).append((t, out))
+            data.records.setdefault("/emcy", []).append((t, frame_record(frame)))
 
 
 def _mocap(bag: _Bag, t_of):

@@ -53,7 +53,7 @@ from mcap.writer import CompressionType, Writer
 
 from aiko.model.errors import AikoError
 
-__all__ = ["TrialLog", "TrialData", "read_trial", "TrialLogError", "CHANNELS",
+__all__ = ["TrialLog", "TrialData", "read_trial", "TrialLogError", "CHANNELS", "frame_record",
            "check_log_path", "free_log_path"]
 
 _NUM = {"type": "number"}
@@ -92,6 +92,17 @@ CHANNELS: dict[str, dict] = {
     "/comparison": {"title": "aiko.Comparison", "properties": {
         "metrics": {"type": "object"}, "figure": _STR, "json": _STR}},
 }
+
+
+def frame_record(frame) -> dict:
+    """A decoded protocol frame as /joint_state and /emcy keep it: its fields,
+    flags and enums as plain integers."""
+    from enum import IntEnum, IntFlag
+
+    from aiko.firmware_interface.codec import frame_fields
+
+    return {k: int(v) if isinstance(v, (IntEnum, IntFlag)) else v
+            for k, v in frame_fields(frame).items()}
 
 
 class TrialLogError(AikoError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import singledispatchmethod
 
-from aiko.firmware_interface.codec import frame_fields
+from aiko.experiments.files.triallog import frame_record
 
 from .fanout import (
     EmcyReceived,
@@ -69,15 +69,11 @@ class TrialLogListener:
 
     @on_record.register
     def _(self, r: StateReceived) -> None:
-        out = frame_fields(r.frame)
-        out["status"] = int(out["status"])
-        self.log.write("/joint_state", r.t, out)
+        self.log.write("/joint_state", r.t, frame_record(r.frame))
 
     @on_record.register
     def _(self, r: EmcyReceived) -> None:
-        out = frame_fields(r.frame)
-        out["error_register"] = int(out["error_register"])
-        self.log.write("/emcy", r.t, out)
+        self.log.write("/emcy", r.t, frame_record(r.frame))
 
     @on_record.register
     def _(self, r: MocapRecord) -> None:

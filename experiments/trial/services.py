@@ -135,24 +135,26 @@ class CanDispatcher:
     def on_raw(self, rx) -> None:
         """A frame seen outside the dispatch loop (bring-up, safe state):
         logged, with why when it does not decode (as in the loop)."""
+        self._logged(rx)
+
+    def _logged(self, rx):
+        """The frame, logged with the codec's verdict; None if it does not decode."""
         try:
-            decode(rx.arbitration_id, rx.data)
+            frame = decode(rx.arbitration_id, rx.data)
         except FrameError as exc:
             self.fanout.emit(FrameReceived(rx, str(exc)))
-            return
+            return None
         self.fanout.emit(FrameReceived(rx))
+        return frame
 
     async def run(self) -> None:
         while True:
             self.on_frame(await self.can_io.receive())
 
     def on_frame(self, rx) -> None:
-        try:
-            frame = decode(rx.arbitration_id, rx.data)
-        except FrameError as exc:
-            self.fanout.emit(FrameReceived(rx, str(exc)))
+        frame = self._logged(rx)
+        if frame is None:
             return
-        self.fanout.emit(FrameReceived(rx))
         self.supervisor.on_frame(rx.t, frame)
         if isinstance(frame, JointState):
             self.streamer.on_state(rx.t, frame)
