@@ -210,6 +210,10 @@ class LiveView:
                     self._cursors[key] = end
                     if self._closing and end == len(self.records):
                         break
+                    # a send that did not wait did not give the loop back: a
+                    # page catching up on a long history must not hold the
+                    # trial's stream for the whole of it
+                    await asyncio.sleep(0)
                     continue
                 self._changed.clear()
                 try:

@@ -13,6 +13,7 @@ put back here, so the children start with SIGINT's default again."""
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -218,12 +219,17 @@ def pegs_trial(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def late_mocap_trial(tmp_path_factory):
-    """The ideal simulated Aiko with 150 ms of motion-capture latency injected."""
+    """The ideal simulated Aiko with 150 ms of motion-capture latency injected:
+    (log, the physics' lag p99 in s as the trial's summary reports it). A
+    sample is as old as the injected latency or, where the physics ran further
+    behind the clock (a loaded machine), as old as the physics' lag."""
     out = tmp_path_factory.mktemp("late") / "late.mcap"
     run = aiko_run("sidewinding", "--plant", "ideal", "--mocap-latency-ms", "150",
                    "--duration", "6", "--no-model", "--out", str(out))
     assert run.returncode == 0, run.stderr
-    return out
+    lag = re.search(r"physics lag max [\d.]+ ms, p99 ([\d.]+) ms", run.stdout)
+    assert lag, run.stdout
+    return out, float(lag.group(1)) / 1000.0
 
 
 def aiko(*args, cwd=None, timeout=600):

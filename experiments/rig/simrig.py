@@ -35,6 +35,7 @@ from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
 from aiko.drivers.priority import Priority, request_realtime
 from aiko.experiments.rig.physics import PhysicsProcess, PhysicsUpdate
 from aiko.experiments.rig.plant import MocapView, PlantParams, peg_objects
+from aiko.firmware_interface.dbc import load_database
 from aiko.firmware_interface.delays import DelayHistogram
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
 from aiko.firmware_interface.loop_bus import LoopBus
@@ -227,6 +228,7 @@ class SimulatedRig:
     async def _serve(self, on_ready: Callable[[dict], None] | None,
                      on_status: Callable[[dict], None] | None) -> None:
         cfg = self.config
+        load_database()   # the codec's DBC is read before the modules power up
         name = f"aiko-rig-{os.getpid()}-{id(self)}"
         node_bus = LoopBus(name)          # the modules' end, read on this loop
         adapter_bus = LoopBus(name)       # the adapter's

@@ -29,19 +29,18 @@ log = logging.getLogger(__name__)
 MODEL_NICE = 10
 
 
-async def start_model_process(procs: ChildProcesses, model: SnakeModel, rate: float = 20.0,
-                              timeout: float = 120.0) -> Child:
-    """Start the parallel model process and wait until its kernels are loaded.
-    It runs at a lower priority (``MODEL_NICE``) than the trial and the
-    simulated Aiko: it is allowed to lag, they are not."""
+async def start_model_process(procs: ChildProcesses, model: SnakeModel, rate: float = 20.0
+                              ) -> Child:
+    """Start the parallel model process; it says ready
+    (:meth:`~aiko.experiments.trial.processes.Child.wait_ready`) once its
+    kernels are loaded. It runs at a lower priority (``MODEL_NICE``) than the
+    trial and the simulated Aiko: it is allowed to lag, they are not."""
     p = model.params
     params = {k: getattr(p, k) for k in p.__dataclass_fields__}
-    child = await procs.start("parallel model", python_module(
+    return await procs.start("parallel model", python_module(
         "aiko.experiments.rig.parallel_model", "--params", json.dumps(params),
         "--solver", json.dumps({"dt": model.dt, "solver": model.solver.solver}),
         "--rate", repr(rate), "--scene", scene_json(model.scene)), nice=MODEL_NICE)
-    await child.wait_ready(timeout)
-    return child
 
 
 def _parse(line: str) -> dict | None:

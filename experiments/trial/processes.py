@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from aiko.model.errors import AikoError
 
-__all__ = ["ChildProcesses", "Child", "ChildStartError", "python_module"]
+__all__ = ["ChildProcesses", "Child", "ChildStartError", "python_module", "wait_all_ready"]
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,21 @@ class Child:
         except (BrokenPipeError, ConnectionResetError, RuntimeError):
             return False
         return True
+
+
+async def wait_all_ready(children: list[Child], timeout: float) -> list[dict]:
+    """Each child's ready message (:meth:`Child.wait_ready`), waited for
+    together: children that load their kernels at the same time start in
+    about the time of the slowest, not the sum. The first failure raises its
+    :class:`ChildStartError` (the others' waits are cancelled; the owner ends
+    them)."""
+    try:
+        async with asyncio.TaskGroup() as tg:
+            waits = [tg.create_task(c.wait_ready(timeout), name=f"{c.name}: ready")
+                     for c in children]
+    except* ChildStartError as group:
+        raise group.exceptions[0] from None
+    return [w.result() for w in waits]
 
 
 class ChildProcesses:

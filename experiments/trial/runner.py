@@ -58,7 +58,7 @@ from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, 
 from aiko.drivers.mocap import MocapLogger
 from aiko.experiments.analysis.compare import Paths
 from aiko.experiments.analysis.simulate import LINK_OF_INTEREST
-from aiko.firmware_interface.dbc import DBC_PATH
+from aiko.firmware_interface.dbc import DBC_PATH, load_database
 from aiko.model import SnakeParams
 
 from .fanout import Fanout, PeriodSent, TrialEnded, TrialStarted
@@ -176,6 +176,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *
     raises (their owner serves them, before and after the trial), fed what
     the telemetry gets plus the model's links, the steering and the trial's
     end."""
+    load_database()   # the codec's DBC is read now, not at the bring-up's first frame
     nodes = list(range(1, config.nodes + 1))
     fanout = Fanout([TrialLogListener(trial_log)])
     if telemetry is not None:

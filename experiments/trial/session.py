@@ -32,12 +32,17 @@ from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
 from aiko.drivers.priority import request_normal, request_realtime
-from aiko.experiments.analysis.compare import ComparisonError, compare_paths, save_comparison
+from aiko.experiments.analysis.compare import (
+    ComparisonError,
+    compare_paths,
+    load_figure_library,
+    save_comparison,
+)
 from aiko.experiments.files.scene_file import scene_json
 from aiko.experiments.files.triallog import TrialLog, check_log_path
 from aiko.experiments.rig.plant import PlantParams
 from aiko.experiments.trial.model_link import ModelLink, start_model_process
-from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
+from aiko.experiments.trial.processes import Child, ChildProcesses, python_module, wait_all_ready
 from aiko.experiments.trial.runner import (
     TrialConfig,
     TrialResult,
@@ -51,9 +56,13 @@ from aiko.model.scene import Scene
 if TYPE_CHECKING:
     from aiko.drivers.telemetry import MqttConfig
 
-__all__ = ["SessionConfig", "SessionReport", "run_session", "plant_argv", "start_plant"]
+__all__ = ["SessionConfig", "SessionReport", "run_session", "plant_argv"]
 
 log = logging.getLogger(__name__)
+
+CHILD_START_TIMEOUT = 120.0
+"""Seconds the simulated Aiko and the parallel model may take to be ready
+(loading their kernels, compiling them on a first run)."""
 
 
 @dataclass(frozen=True)
@@ -142,13 +151,6 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
     return python_module("aiko.experiments.cli", *argv)
 
 
-async def start_plant(procs: ChildProcesses, argv: list[str], timeout: float = 120.0
-                      ) -> tuple[Child, dict]:
-    """Start the simulated Aiko and wait for its ready line (CAN channel)."""
-    child = await procs.start("simulated Aiko", argv)
-    return child, await child.wait_ready(timeout)
-
-
 async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, *,
                       say: Callable[[str], None] = lambda text: None,
                       status: Callable[[dict], None] | None = None) -> TrialResult:
@@ -162,20 +164,13 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         viewers = await _open_viewers(stack, config, gait, report, say)
         clock = TrialClock()
         mocap = await _open_mocap(stack, config, clock)
-        children, can_channel = [], config.trial.can_channel
+        children = await _start_children(procs, config, plant_cfg, params, mocap, report, say)
+        can_channel = config.trial.can_channel
         if config.trial.rig == "simulated":
-            plant = await _start_simulated_aiko(procs, config, plant_cfg, params, mocap, report,
-                                                say)
-            children.append(plant)
             can_channel = report.plant["channel"]
         model = None
         if config.parallel_model:
-            say("starting the parallel model ...")
-            mchild = await start_model_process(
-                procs, SnakeModel(params, SolverParams(), config.scene),
-                rate=config.trial.mocap_rate)
-            report.children[mchild.name] = mchild.pid
-            model = ModelLink(mchild, clock)
+            model = ModelLink(children.pop(), clock)
         return await _run_logged_trial(config, gait, report, clock, can_channel, params,
                                        mocap=mocap, model=model, children=children,
                                        viewers=viewers, status=status)
@@ -273,19 +268,33 @@ async def _open_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig, c
     return mocap
 
 
-async def _start_simulated_aiko(procs: ChildProcesses, config: SessionConfig,
-                                plant_cfg: PlantParams, params: SnakeParams, mocap,
-                                report: SessionReport, say: Callable[[str], None]) -> Child:
-    """Start the simulated Aiko (its ready line into ``report.plant``, its
-    status lines after it)."""
-    say("starting the simulated Aiko ...")
-    udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
-    plant, ready = await start_plant(procs, plant_argv(config.trial, plant_cfg, params, udp_port,
-                                                       config.scene))
-    report.children[plant.name] = plant.pid
-    report.plant = ready
-    procs.drain_stdout(plant, lambda line: _plant_line(report, line))
-    return plant
+async def _start_children(procs: ChildProcesses, config: SessionConfig,
+                          plant_cfg: PlantParams, params: SnakeParams, mocap,
+                          report: SessionReport, say: Callable[[str], None]) -> list[Child]:
+    """Start the simulated Aiko (on the simulated rig) and the parallel model
+    (when asked), both at once, and wait until both are ready: [plant, model]
+    as started. The plant's ready line goes into ``report.plant``, its status
+    lines after it."""
+    started: list[Child] = []
+    if config.trial.rig == "simulated":
+        say("starting the simulated Aiko ...")
+        udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
+        started.append(await procs.start("simulated Aiko", plant_argv(
+            config.trial, plant_cfg, params, udp_port, config.scene)))
+    if config.parallel_model:
+        say("starting the parallel model ...")
+        started.append(await start_model_process(
+            procs, SnakeModel(params, SolverParams(), config.scene),
+            rate=config.trial.mocap_rate))
+    if config.parallel_model:
+        load_figure_library()   # while the children load their kernels
+    ready = await wait_all_ready(started, CHILD_START_TIMEOUT)
+    for child in started:
+        report.children[child.name] = child.pid
+    if config.trial.rig == "simulated":
+        report.plant = ready[0]
+        procs.drain_stdout(started[0], lambda line: _plant_line(report, line))
+    return started
 
 
 async def _run_logged_trial(config: SessionConfig, gait: Gait, report: SessionReport, clock,

@@ -59,13 +59,16 @@ def test_aiko_replay_of_two_trials_writes_figures_and_a_summary(ideal_trial, rea
 
 
 def test_delay_estimate_finds_the_injected_motion_capture_latency(late_mocap_trial):
-    inp = load_replay(late_mocap_trial)
+    log, physics_lag_p99 = late_mocap_trial
+    inp = load_replay(log)
     assert inp.start_source.startswith("rebuilt")   # no parallel model in this trial
     paths, _ = replay_model(inp)
     est = estimate_delay(paths)
-    assert est.delay == pytest.approx(0.150, abs=0.03), est
+    # the samples' age: the injected 150 ms, or the physics' lag where longer
+    assert 0.150 - 0.03 <= est.delay <= max(0.150, physics_lag_p99) + 0.03, \
+        (est, physics_lag_p99)
     assert est.uncertainty < 0.03 and est.correlation > 0.9
-    res = replay_trial(late_mocap_trial, out=late_mocap_trial.parent, delay="auto")
+    res = replay_trial(log, out=log.parent, delay="auto")
     assert res.error is None and res.delay == pytest.approx(est.delay)
     # taking the delay out improves the comparison
     plain = compare_paths(paths)

@@ -42,6 +42,17 @@ def _table(stdout):
     return {k: tuple(v) for k, v in rows.items()}
 
 
+SLOW_ANSWER = "over 20 ms points at a loaded bus or PC"
+
+
+def _healthy(row):
+    """A working part's row: ok, or for a joint module the one warning that
+    measures the machine rather than the module (its answers to the doctor's
+    SYNCs slower than 20 ms, which a loaded shared machine can make them)."""
+    status, _, check = row
+    return status == "ok" or (status == "warn" and SLOW_ANSWER in check)
+
+
 def _rig_file(folder, channel, udp, broker_port, trials="trials"):
     path = folder / "aiko.toml"
     path.write_text(f'[can]\ninterface = "slcan"\nchannel = "{channel}"\n'
@@ -78,7 +89,7 @@ def test_every_part_ok_on_the_simulated_aiko(plant_rig, broker, tmp_path):
     rows = _table(out.stdout)
     assert set(rows) == {"CAN adapter", "joint 1", "joint 2", "joint 3", "motion capture",
                          "MQTT broker", "disk", "model kernels"}
-    assert all(status == "ok" for status, _, _ in rows.values()), out.stdout
+    assert all(_healthy(row) for row in rows.values()), out.stdout
     assert "back to pre-operational" in rows["joint 2"][1]
     assert "link2 in view in 100 %" in rows["motion capture"][1]
     assert "trials (to be made in" in rows["disk"][1]
@@ -109,10 +120,11 @@ def test_a_broken_part_fails_its_row_only(plant_rig, broker, tmp_path, broken, f
     status, seen, check = rows[part]
     assert status == "fail" and words in seen, out.stdout
     assert check.startswith("check:") and hint in check
-    others = {p: r[0] for p, r in rows.items() if p != part}
-    expected = "skip" if broken == "no emulator" else "ok"
-    assert all(s == (expected if p.startswith("joint") else "ok") for p, s in others.items()), \
-        out.stdout
+    others = {p: r for p, r in rows.items() if p != part}
+    if broken == "no emulator":
+        assert all(r[0] == "skip" for p, r in others.items() if p.startswith("joint"))
+        others = {p: r for p, r in others.items() if not p.startswith("joint")}
+    assert all(_healthy(r) for r in others.values()), out.stdout
     assert re.search(rf"^not ready: {part} \([\d.]+ s\)$", out.stdout, re.M)
 
 
@@ -128,7 +140,8 @@ def test_a_silent_module_fails_its_row_the_others_are_put_back(tmp_path):
     rows = _table(out.stdout)
     assert rows["joint 2"][0] == "fail" and "no heartbeat in 0.5 s" in rows["joint 2"][1]
     assert "module 2's power" in rows["joint 2"][2]
-    assert rows["joint 1"][0] == rows["joint 3"][0] == "ok", out.stdout
+    assert _healthy(rows["joint 1"]) and _healthy(rows["joint 3"]), out.stdout
+    assert all("back to pre-operational" in rows[j][1] for j in ("joint 1", "joint 3"))
     assert rows["motion capture"][0] == rows["MQTT broker"][0] == "off"
     assert states == {1: NodeState.PRE_OPERATIONAL, 3: NodeState.PRE_OPERATIONAL}
 

@@ -39,6 +39,18 @@ def child_pids(data) -> dict:
     return {d["data"]["name"]: d["data"]["pid"] for _, d in data.events("process_started")}
 
 
+def assert_sync_grid(data, syncs):
+    """Each period's SYNC goes out at its deadline, on a 100 ms grid that does
+    not drift. A loaded machine may hold single sends back by milliseconds
+    (seen: 20 ms), never past the middle of the period, where the modules'
+    answers to it would meet the next period's REF."""
+    deadlines = np.array([r["deadline"] for _, r in data.records["/references"]])
+    np.testing.assert_allclose(np.diff(deadlines), 0.1, atol=1e-9)
+    after = np.array(syncs) - deadlines
+    assert after.min() >= 0 and after.max() < 0.05, after
+    assert np.median(np.abs(np.diff(syncs) - 0.1)) < 0.002
+
+
 def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_trial):
     run, out = realistic_trial
     assert run.returncode == 0, run.stderr
@@ -59,7 +71,7 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
     n_ramp = len(data.references("ramp")[0])
     assert len(data.references("gait")[0]) == 51 and n_ramp == 0  # starts straight: no ramp
     assert len(syncs) == 1 + n_ramp + 51  # one SYNC alone reads the angles first
-    assert np.allclose(np.diff(syncs), 0.1, atol=0.02)
+    assert_sync_grid(data, syncs[1:])
     group, groups = [], []
     for _, f in tx:
         if isinstance(f, Ref):
