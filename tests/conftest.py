@@ -31,6 +31,7 @@ from aiko.control.supervisor import NodesMissingError
 from aiko.drivers.can_bus import CanDriver
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconUdpSource, encode_object_stream
+from aiko.drivers.priority import request_normal, request_realtime
 from aiko.experiments.files.triallog import TrialLog, read_trial
 from aiko.experiments.trial.runner import TrialConfig, dbc_attachment, run_trial, trial_metadata
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
@@ -109,6 +110,7 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
     can_io = CanDriver(pc_bus, clock, on_tx=lambda t, i, d: tlog.write("/can/tx", t, {
         "id": i, "data": d.hex()}))
     result = source = None
+    request_realtime()   # as `aiko run` runs its trial (the trial's thread only)
     try:
         async with asyncio.TaskGroup() as tg:
             emulator = tg.create_task(joints.run(), name="emulator")
@@ -131,6 +133,7 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
     except* NodesMissingError as eg:  # unwrap the TaskGroup's group for the caller
         raise eg.exceptions[0] from None
     finally:
+        request_normal()
         tlog.close()
         node_bus.shutdown()
         pc_bus.shutdown()

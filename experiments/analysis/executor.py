@@ -15,7 +15,9 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import socket
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from aiko.model.errors import AikoError
 
@@ -42,10 +44,30 @@ def _client(address: str, timeout: float):
         from distributed import Client
     except ImportError as exc:
         raise ExecutorError(address, "the dask distributed package is not installed") from exc
+    _probe(address, timeout)
     try:
         return Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise ExecutorError(address, f"cannot reach the scheduler ({exc})") from exc
+
+
+def _probe(address: str, timeout: float) -> None:
+    """A ``tcp://HOST:PORT`` scheduler that refuses the connection is an
+    error at once (Dask's client would retry until its timeout)."""
+    parts = urlsplit(address)
+    if parts.scheme != "tcp" or parts.hostname is None:
+        return
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ExecutorError(address, "the port is not a number") from exc
+    if port is None:
+        return
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ExecutorError(address, f"cannot reach the scheduler "
+                                     f"({exc.strerror or type(exc).__name__})") from exc
 
 
 @contextlib.contextmanager

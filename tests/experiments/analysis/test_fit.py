@@ -100,11 +100,13 @@ def test_fit_on_the_rig_trial_moves_toward_the_truth(known_floor_trial):
     alike), the free play fitted 0.6-6.8 deg; so the trial now runs without
     the parallel model (:func:`tests.conftest.known_floor_trial`): 2.6- to
     4.8-fold, 3.7-4.9 deg in three. Asserted: the error falls 2-fold and the
-    free play moves from 2 deg toward 4."""
+    free play moves from 2 deg toward 4. Budget 20 (was 30): on one trial
+    12.7 -> 5.2 mm, 4.9 deg, mu 0.47 in 22 evaluations; at 30, 32 evaluations
+    ended at 5.2 mm, 4.9 deg, mu 0.45."""
     inp = load_replay(known_floor_trial)
     res = fit_trials([inp], ["mu", "backlash"], servo="module", u_tol=PlantParams.u_tol,
                      max_iter=PlantParams.max_iter,
-                     dt=PlantParams.dt, budget=30)
+                     dt=PlantParams.dt, budget=20)
     assert res.error_after < res.error_before / 2.0, (res.fitted, res.error_before,
                                                     res.error_after)
     assert 2.75 <= res.fitted["backlash"] <= 6.0 and 0.1 <= res.fitted["mu"] <= 0.8, res.fitted
