@@ -46,11 +46,11 @@ def add_model_options(p) -> None:
 def add_solver_options(g) -> None:
     """The replays' solver settings (``aiko replay``, ``aiko fit``)."""
     g.add_argument("--u-tol", type=positive("u-tol"), default=None, metavar="M_S",
-                   help="solver tolerance, m/s (default: the model's, 1e-6; the realistic "
-                        "simulated Aiko runs 1e-7)")
+                   help="solver tolerance, m/s (default: the model's, 1e-6, as the realistic "
+                        "simulated Aiko's)")
     g.add_argument("--max-iter", type=positive("max-iter"), default=None, metavar="N",
                    help="solver sweeps per step at most (default 500; the realistic "
-                        "simulated Aiko ran 100)")
+                        "simulated Aiko runs 30)")
 
 
 def parse_delay(value: str) -> float | str:

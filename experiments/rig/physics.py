@@ -24,6 +24,7 @@ every way out; the child also ends when the pipe closes (its parent gone).
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import time
@@ -203,6 +204,8 @@ def _serve(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             warm.advance(state.t + model.dt, 1)               # load the kernels now
+        gc.collect()   # a full pass over the imported heap takes tens of ms: once,
+        gc.freeze()    # now, not in the middle of catching up
         conn.send(("ready", _update(aiko)))
         _loop(conn, record, motors, aiko)
     except (EOFError, BrokenPipeError):

@@ -58,11 +58,16 @@ class PlantParams:
     step at 1e-8 m/s (the realistic plant then fell 0.8 s behind real time);
     1e-7 m/s and 100 sweeps ran the same first 3 s 2.4x faster with link 6
     within 0.1 mm. The model's default is now 1e-6 m/s (with implicit drives
-    and contact springs at 1 ms); the plant keeps the 1e-7 and the time step
-    ``dt`` (0.5 ms) it was validated with: the physics catching up behind
-    the modules with their record stays within 2 mm of a plant that keeps up
-    over 1 s of a 4-link wave at 0.5 ms, 11 mm at 1 ms (stick-slip amplifies
-    the difference). The cap is 30 sweeps: the free play's start transient
+    and contact springs at 1 ms), and so is the plant's: against 1e-7 over 8 s
+    of each preset (``benchmarks/plant_step.py``) link 6 ends within 5.5 mm
+    in sidewinding (0.7 % of its 0.81 m path) and 0.0 mm in both lateral
+    undulations, for 8-40 % less CPU (lateral undulation 0.86 -> 0.52 of a
+    core, orthotropic 1.04 -> 0.65: what the rig's physics must keep up
+    with). The plant keeps the time step ``dt`` (0.5 ms) it was validated
+    with: the physics catching up behind the modules with their record stays
+    within 2 mm of a plant that keeps up over 1 s of a 4-link wave at 0.5 ms,
+    11 mm at 1 ms (stick-slip amplifies the difference); at 1 ms lateral
+    undulation needs twice the sweeps a step and costs as much. The cap is 30 sweeps: the free play's start transient
     (the gait's first 0.5 s) needed 52 sweeps a step on average at a cap of
     100, 313 of its 1000 steps at the cap, and cost 1.1-1.5 s of one core on
     the 2-core machine, so the physics fell 0.4-0.8 s behind real time in a
@@ -80,7 +85,7 @@ class PlantParams:
     mu_x: float | None = None
     mu_y: float | None = None
     seed: int = 0
-    u_tol: float = 1e-7
+    u_tol: float = 1e-6
     max_iter: int = 30
     dt: float = 0.0005
     start_curve: str | None = None   # a curve file: the robot starts at rest along it
