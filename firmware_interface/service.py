@@ -129,6 +129,8 @@ class EmulatedJoints:
                         self._queue(m.receive(now, msg.arbitration_id, bytes(msg.data),
                                               is_extended=msg.is_extended_id,
                                               is_remote=msg.is_remote_frame))
+                if received:
+                    self._flush(now)   # the answers first: a tick due now waits for them
                 if now >= next_tick:
                     for m in self.modules:
                         self._queue(m.tick(now))
