@@ -160,9 +160,9 @@ def _can_rx(bag: _Bag, t_of):
 
 def _decode_rx(data: TrialData) -> None:
     """/joint_state and /emcy from the received frames, as the runner decoded them."""
-    for t, r in data.records.get("/can/rx", []):
+    for t, ident, payload in data.frames("/can/rx"):
         try:
-            frame = decode(r["id"], bytes.fromhex(r["data"]))
+            frame = decode(ident, payload)
         except FrameError:
             continue
         if isinstance(frame, JointState):

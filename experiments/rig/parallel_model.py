@@ -27,7 +27,6 @@ of every time step.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import sys
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT
+from aiko.drivers.priority import freeze_heap
 from aiko.model import (
     ConvergenceWarning,
     SnakeModel,
@@ -233,8 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         _emit({"error": f"cannot set up the model: {exc}"})
         return 2
     compile_s = warm_up()
-    gc.collect()   # the imported heap once, frozen: no full pass of tens of ms later
-    gc.freeze()
+    freeze_heap()
     _emit({"ready": {"n": model.n, "dt": model.dt, "load_s": compile_s}})
     return 0 if serve(pm, sys.stdin) else 1
 

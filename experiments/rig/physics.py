@@ -24,7 +24,6 @@ every way out; the child also ends when the pipe closes (its parent gone).
 
 from __future__ import annotations
 
-import gc
 import multiprocessing as mp
 import os
 import time
@@ -35,6 +34,7 @@ from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
+from aiko.drivers.priority import freeze_heap
 from aiko.experiments.rig.plant import SimulatedAiko
 from aiko.firmware_interface.emulator import JointModelParams
 from aiko.model import SnakeModel, SnakeState
@@ -204,8 +204,7 @@ def _serve(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             warm.advance(state.t + model.dt, 1)               # load the kernels now
-        gc.collect()   # a full pass over the imported heap takes tens of ms: once,
-        gc.freeze()    # now, not in the middle of catching up
+        freeze_heap()   # not a full collection in the middle of catching up
         conn.send(("ready", _update(aiko)))
         _loop(conn, record, motors, aiko)
     except (EOFError, BrokenPipeError):

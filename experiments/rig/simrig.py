@@ -21,7 +21,6 @@ counted; the robot's time never slows.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import time
@@ -33,7 +32,7 @@ import numpy as np
 
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
-from aiko.drivers.priority import Priority, request_realtime
+from aiko.drivers.priority import Priority, freeze_heap, request_realtime
 from aiko.experiments.rig.physics import PhysicsProcess, PhysicsUpdate
 from aiko.experiments.rig.plant import MocapView, PlantParams, peg_objects
 from aiko.firmware_interface.dbc import load_database
@@ -230,12 +229,7 @@ class SimulatedRig:
                      on_status: Callable[[dict], None] | None) -> None:
         cfg = self.config
         load_database()   # the codec's DBC is read before the modules power up
-        # as the trial runner does: the heap of everything imported (the model's
-        # kernels, numpy, cantools) collected and frozen, so that the collector's
-        # full passes scan only what the modules make and never hold their
-        # answers back by tens of ms
-        gc.collect()
-        gc.freeze()
+        freeze_heap()
         name = f"aiko-rig-{os.getpid()}-{id(self)}"
         node_bus = LoopBus(name)          # the modules' end, read on this loop
         adapter_bus = LoopBus(name)       # the adapter's

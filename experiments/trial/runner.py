@@ -56,6 +56,7 @@ from aiko.control.steering import SteeringConfig, steering_loop
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
 from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger
+from aiko.drivers.priority import freeze_heap
 from aiko.experiments.analysis.compare import Paths
 from aiko.experiments.analysis.simulate import LINK_OF_INTEREST
 from aiko.firmware_interface.dbc import DBC_PATH, load_database
@@ -285,14 +286,7 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
                                    getattr(clock, "wall_start", None), cfg.steering))
     try:
         try:
-            # A full pass of the garbage collector over everything imported so far
-            # takes 14 ms to several 100 ms (a process that compiled the model or
-            # runs matplotlib and dask: 90 ms and more), enough to make a period
-            # late or, after NMT start, a node look lost: collect and freeze that
-            # heap now, before the nodes are started, so the collector only scans
-            # what the trial makes.
-            gc.collect()
-            gc.freeze()
+            freeze_heap()   # before the nodes are started
             parts.phases.enter("bring-up", nodes=parts.nodes, timeout=cfg.startup_timeout)
             await sup.bring_up(cfg.startup_timeout, on_frame=parts.dispatcher.on_raw)
             async with asyncio.TaskGroup() as tg:

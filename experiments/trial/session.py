@@ -286,7 +286,6 @@ async def _start_children(procs: ChildProcesses, config: SessionConfig,
         started.append(await start_model_process(
             procs, SnakeModel(params, SolverParams(), config.scene),
             rate=config.trial.mocap_rate))
-    if config.parallel_model:
         load_figure_library()   # while the children load their kernels
     ready = await wait_all_ready(started, CHILD_START_TIMEOUT)
     for child in started:
