@@ -227,7 +227,7 @@ class _Output:
         elif "physics_t" in st:
             print(f"t {st['t']:.0f} s: physics lag max {st['max_lag_ms']:.1f} ms, "
                   f"{st['late_updates']} late updates (> 10 ms), {st['mocap_frames']} mocap "
-                  f"frames", flush=True)
+                  f"frames ({st['mocap_held']} held back)", flush=True)
 
     def stopped(self, rig) -> None:
         final = rig.status()

@@ -392,7 +392,10 @@ def _print_rig(result, report) -> None:
         p99 = report.plant.get("lag_p99_ms")
         print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms"
               + (f", p99 {p99:.1f} ms" if p99 is not None else "")
-              + f", {report.plant.get('late_updates', 0)} late updates (> 10 ms)")
+              + f", {report.plant.get('late_updates', 0)} late updates (> 10 ms)"
+              + (f", {report.plant['mocap_held']} of {report.plant['mocap_held'] + report.plant['mocap_frames']}"
+                 " mocap frames held back (physics behind)"
+                 if report.plant.get("mocap_held") else ""))
     if report.plant.get("answer_p99_ms") is not None:
         pl = report.plant
         print(f"simulated Aiko: SYNC->STATE on its bus p50 {pl['answer_p50_ms']:.1f} ms, "

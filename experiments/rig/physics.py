@@ -11,7 +11,7 @@ runs in a child process and catches up behind the modules:
   writer never blocks;
 * the physics process takes every new entry into the plant's motor record
   (:meth:`SimulatedAiko.note_motors`), steps toward the newest entry in whole
-  chunks of :data:`CHUNK_STEPS` (each step with the motor angle of its own
+  chunks of :data:`CHUNK_TIME` (each step with the motor angle of its own
   time) and sends a :class:`PhysicsUpdate` back through a pipe, at most one a
   tick while it catches up: the links' joint angles (for the modules' link
   side), positions and rotations (for motion capture) and the solver's
@@ -40,12 +40,20 @@ from aiko.firmware_interface.emulator import JointModelParams
 from aiko.model import SnakeModel, SnakeState
 from aiko.model.errors import AikoError
 
-__all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CHUNK_STEPS"]
+__all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CHUNK_TIME",
+           "chunk_steps"]
 
-CHUNK_STEPS = 8
-"""Steps per physics update (4 ms at the plant's dt 0.5 ms): the physics
-waits until the modules' record is that far ahead of it, so it trails them
-by 4 ms at least (counted in its lag)."""
+CHUNK_TIME = 0.004
+"""Simulated time (s) per physics update: the physics waits until the
+modules' record is that far ahead of it, so it trails them by this much at
+least (counted in its lag). 8 steps at the realistic plant's 0.5 ms, 4 at the
+ideal plant's 1 ms (where 8 steps, 8 ms, put most of its updates over the
+10 ms that count as late)."""
+
+
+def chunk_steps(dt: float) -> int:
+    """Whole steps of ``dt`` s in :data:`CHUNK_TIME`, at least one."""
+    return max(1, int(round(CHUNK_TIME / dt)))
 
 RECORD_CAPACITY = 8192
 """Entries of the motor record: 16 s of 2 ms ticks; a physics further behind
@@ -223,6 +231,7 @@ def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
     seen = 0
     target = aiko.t
     last_sent = 0.0
+    chunk = chunk_steps(aiko.model.dt)
     while True:
         if conn.poll():
             if conn.recv() is None:
@@ -233,8 +242,8 @@ def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
             target = newest
         # whole chunks only: the step's fixed cost (the record, the update,
         # the pipe) was most of the process's work at 4 steps a tick
-        if (aiko.model.steps_until(aiko.state, target) >= CHUNK_STEPS
-                and aiko.advance(target, CHUNK_STEPS)):
+        if (aiko.model.steps_until(aiko.state, target) >= chunk
+                and aiko.advance(target, chunk)):
             now = time.monotonic()
             # catching up, a chunk takes less than a tick: send at most one
             # update a tick (the modules take the newest), and the last one

@@ -298,13 +298,23 @@ class MocapView:
     latency (None before anything that old was recorded), then the ``fixed``
     objects (name -> (x, y, z mm)), e.g. the scene's pegs (:func:`peg_objects`),
     with the same noise.
+
+    ``max_age`` (s, None: no limit): a frame whose due time (t - latency) is
+    further than this past the newest recorded state is held back (``objects`` gives None and
+    :attr:`held` counts it). The simulated Aiko's physics can fall behind the
+    clock; a camera frame must show the robot of its own time, so a frame the
+    physics has not reached yet is not sent, as a Vicon drops a frame, instead
+    of showing an older robot as the present one (which, at link 6's 0.1-0.3 m/s
+    in sidewinding, put 5-15 mm of the physics' lag into the comparison).
     """
 
     def __init__(self, noise_mm: float = 0.0, latency: float = 0.0, seed: int = 0,
-                 prefix: str = "link", fixed: dict[str, tuple[float, float, float]] | None = None
-                 ) -> None:
+                 prefix: str = "link", fixed: dict[str, tuple[float, float, float]] | None = None,
+                 max_age: float | None = None) -> None:
         self.noise_mm = noise_mm
         self.latency = latency
+        self.max_age = max_age
+        self.held = 0
         self.prefix = prefix
         self.fixed = dict(fixed or {})
         self._rng = np.random.default_rng(seed)
@@ -327,6 +337,10 @@ class MocapView:
         if chosen is None:
             return None
         _, pos, rot = chosen
+        reached = self._history[-1][0]     # how far the physics has got
+        if self.max_age is not None and reached < due - self.max_age - 1e-12:
+            self.held += 1
+            return None
         if self.noise_mm > 0:
             pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
         out = {f"{self.prefix}{i + 1}": (*pos[i], *rot[i]) for i in range(pos.shape[0])}

@@ -59,6 +59,12 @@ LAG_BINS = 4000
 (the last bin holds everything longer): its 99th percentile goes into the
 status."""
 
+MOCAP_MAX_AGE_FRAMES = 1.0
+"""Motion capture holds back a frame whose physics is more than this many
+frame periods older than the frame (10 ms at 100 Hz): the age a real camera
+frame has when the next one is due
+(:class:`~aiko.experiments.rig.plant.MocapView`, ``max_age``)."""
+
 PHYSICS_NICE = 0
 """How much lower the physics process's scheduling priority is than the
 modules'. The modules' process asks for the real-time class
@@ -144,7 +150,8 @@ class SimulatedRig:
                 model, state, np.array([m.params.backlash for m in self.modules]),
                 nice=PHYSICS_NICE)
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
-                                  seed=plant.seed, fixed=peg_objects(config.scene))
+                                  seed=plant.seed, fixed=peg_objects(config.scene),
+                                  max_age=MOCAP_MAX_AGE_FRAMES / plant.mocap_rate)
             self.view.record(0.0, state.positions, model.rotations(state))
         self.clock = TrialClock()
         self.late_updates = 0
@@ -206,8 +213,8 @@ class SimulatedRig:
                        late_updates=self.late_updates, max_lag_ms=1000.0 * self.lag.max,
                        lag_p99_ms=self.lag_percentile(99), physics_pid=self.physics.pid)
         out["cpu_s"] = time.process_time()
-        if self.sender is not None:
-            out.update(mocap_frames=self.sender.sent)
+        if self.sender is not None and self.view is not None:
+            out.update(mocap_frames=self.sender.sent, mocap_held=self.view.held)
         return out
 
     async def run(self, on_ready: Callable[[dict], None] | None = None,

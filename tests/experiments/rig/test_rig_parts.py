@@ -290,6 +290,25 @@ def test_mocap_view_latency_and_noise():
     assert MocapView(latency=1.0).objects(0.5) is None
 
 
+def test_mocap_view_holds_back_frames_the_physics_has_not_reached():
+    view = MocapView(latency=0.005, max_age=0.010)
+    R = np.repeat(np.eye(3)[None], 1, axis=0)
+    view.record(0.100, np.array([[0.1, 0, 0]]), R)
+    # due at 0.110 - 0.005: the state of 0.100 is 5 ms old, within a frame
+    assert view.objects(0.110)["link1"][0] == pytest.approx(100.0)
+    # due at 0.1151: 15.1 ms past the physics, which is behind: no frame, counted
+    assert view.objects(0.1201) is None and view.held == 1
+    view.record(0.112, np.array([[0.2, 0, 0]]), R)
+    assert view.objects(0.1201)["link1"][0] == pytest.approx(200.0) and view.held == 1
+    # once the physics has passed the due time, the state of that time is sent
+    view.record(0.130, np.array([[0.4, 0, 0]]), R)
+    assert view.objects(0.1201)["link1"][0] == pytest.approx(200.0) and view.held == 1
+    # without max_age the newest state is sent however old (offline use)
+    loose = MocapView()
+    loose.record(0.0, np.array([[0.3, 0, 0]]), R)
+    assert loose.objects(5.0)["link1"][0] == pytest.approx(300.0) and loose.held == 0
+
+
 def test_euler_xyz_inverts_the_rotation():
     from scipy.spatial.transform import Rotation
     angles = np.array([[0.3, -0.4, 1.2], [-1.0, 0.2, -2.5]])

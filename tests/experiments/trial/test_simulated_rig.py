@@ -95,13 +95,18 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
     assert np.median(dt) == pytest.approx(0.05, abs=0.003) and dt.max() < 0.15
     assert np.mean(np.abs(dt - 0.05) < 0.02) > 0.9
     # frame numbers never go back; a sample that repeats the one before is
-    # logged as stale (no datagram arrived in its 50 ms: the simulated Aiko's
-    # process held up, seen on the loaded 2-core machine with the old and the
-    # new trial code alike), and such samples are few
+    # logged as stale: no datagram arrived in its 50 ms, because the simulated
+    # Aiko held back the frames its physics had not reached (it says how many;
+    # it takes 5 held frames in a row, 4.5 at the window's edges, to starve a
+    # sample) or because its process was held up (seen on the loaded 2-core
+    # machine), and such samples are few
     frames = [d["frame"] for d in mocap]
     assert all(b >= a for a, b in zip(frames, frames[1:], strict=False))
     repeats = [d for a, d in zip(frames, mocap[1:], strict=False) if d["frame"] == a]
-    assert all(d["stale"] for d in repeats) and len(repeats) <= 0.05 * len(mocap), len(repeats)
+    held = re.search(r"(\d+) of \d+ mocap frames held back", run.stdout)
+    starved = int(held[1]) / 4 if held else 0
+    assert all(d["stale"] for d in repeats)
+    assert len(repeats) <= 0.05 * len(mocap) + starved, (len(repeats), held)
     assert not any(d["stale"] for a, d in zip(frames, mocap[1:], strict=False)
                    if d["frame"] > a)
     assert not any(d["occluded"] for d in mocap)
@@ -145,8 +150,11 @@ def test_ideal_plant_agrees_with_the_parallel_model(ideal_trial, realistic_trial
     """Sidewinding is insensitive (notes: mirrored gaits stay mirrored to 1e-6 m
     over 5 s); what differs between plant and model with every imperfection off
     is when a period's references take effect (SYNC arrival vs send time, a few
-    ms), the plant's 2 ms physics updates and the 20 Hz sampling. Measured: a
-    final error of 2 mm and an RMS of 1-3 mm over 5 s; the bounds leave 5x."""
+    ms), the plant's 2 ms physics updates and the 20 Hz sampling; motion
+    capture holds back the frames the physics has not reached, so the
+    physics' lag does not enter (it did: 12 mm RMS once on a loaded machine).
+    Measured: a final error of 1-4 mm and an RMS of 2-4 mm over 5 s; the
+    bounds leave 4x."""
     run, out = ideal_trial
     assert run.returncode == 0, run.stderr
     m = json.loads(out.with_suffix(".json").read_text())
