@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import can
@@ -25,34 +27,57 @@ import can
 from aiko.experiments.files.triallog import TrialData
 
 __all__ = ["export_csv", "export_can", "trial_info", "INFO_TOPICS", "CAN_TOPICS", "can_messages",
-           "FORMATS"]
+           "logged_frames", "FORMATS", "Frame"]
 
 FORMATS = ("csv", "asc", "blf")
+
+
+Frame = tuple[float, str, int, bytes]
+"""A logged CAN frame: (t on the trial clock (s), channel, identifier, payload)."""
+
+
+def _message(frame: Frame, wall_start: float) -> can.Message:
+    t, channel, ident, payload = frame
+    return can.Message(timestamp=wall_start + t, arbitration_id=ident, is_extended_id=False,
+                       data=payload, is_rx=channel == "/can/rx", channel=1)
+
+
+def logged_frames(data: TrialData) -> list[Frame]:
+    """Every standard CAN frame of a loaded trial, in time order."""
+    out = [(t, channel, ident, payload) for channel in ("/can/tx", "/can/rx")
+           for t, ident, payload in data.frames(channel)]
+    out.sort(key=lambda f: f[0])
+    return out
 
 
 def can_messages(data: TrialData) -> list[can.Message]:
     """Every logged CAN frame as a python-can Message (time order; rx/tx set)."""
     t0 = data.wall_start()
-    out = [can.Message(timestamp=t0 + t, arbitration_id=ident, is_extended_id=False,
-                       data=payload, is_rx=is_rx, channel=1)
-           for channel, is_rx in (("/can/tx", False), ("/can/rx", True))
-           for t, ident, payload in data.frames(channel)]
-    out.sort(key=lambda m: m.timestamp)
-    return out
+    return [_message(f, t0) for f in logged_frames(data)]
 
 
-def export_can(data: TrialData, path: Path) -> int:
-    """Write the CAN frames to ``path`` (.asc or .blf); the number written."""
+def export_can(frames: Iterable[Frame], wall_start: float, path: Path) -> int:
+    """Write ``frames`` (time order; :func:`logged_frames`, or
+    :func:`~aiko.experiments.files.triallog.stream_frames` for a long trial)
+    to ``path`` (.asc or .blf) through python-can's writer, time stamps
+    ``wall_start`` + the trial clock; the number written. Written beside the
+    target and moved into place: a failure leaves no partial file."""
     path = Path(path)
     writer_cls = {".asc": can.ASCWriter, ".blf": can.BLFWriter}[path.suffix.lower()]
-    msgs = can_messages(data)
-    writer = writer_cls(str(path))
+    part = path.with_name(f".{path.name}.part")
+    n = 0
     try:
-        for m in msgs:
-            writer.on_message_received(m)
+        writer = writer_cls(str(part))
+        try:
+            for frame in frames:
+                writer.on_message_received(_message(frame, wall_start))
+                n += 1
+        finally:
+            writer.stop()
+        os.replace(part, path)
     finally:
-        writer.stop()
-    return len(msgs)
+        part.unlink(missing_ok=True)
+    return n
 
 
 def _write(path: Path, header: list[str], rows) -> Path:
@@ -101,8 +126,10 @@ def export_csv(data: TrialData, folder: Path, stem: str) -> list[Path]:
     return written
 
 
-CAN_TOPICS = ("/can/tx", "/can/rx", "/events")
-"""The channels :func:`export_can` reads (the frames and the trial's wall-clock start)."""
+CAN_TOPICS = ("/events",)
+"""The channels a CAN export reads whole (the trial's wall-clock start is in
+its events); the frames themselves are streamed
+(:func:`~aiko.experiments.files.triallog.stream_frames`)."""
 
 INFO_TOPICS = ("/events", "/references", "/comparison", "/steering")
 """The channels :func:`trial_info` reads; the others it counts (``read_trial(path,

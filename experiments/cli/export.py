@@ -30,9 +30,9 @@ def add_parser(sub) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from aiko.experiments.analysis.export import CAN_TOPICS, export_can, export_csv
-    from aiko.experiments.files.triallog import read_trial
+    from aiko.experiments.files.triallog import read_trial, stream_frames
 
-    # a CAN log needs the frames only: the other channels are not held in memory
+    # a CAN log streams the frames (a second pass): nothing else is held in memory
     data = read_trial(args.trial, topics=CAN_TOPICS if args.format in ("asc", "blf") else None)
     if not data.metadata:
         raise ArgError(f"aiko export: {args.trial}: not a trial log (no 'trial' metadata)")
@@ -47,7 +47,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "rosbag2":
         return _rosbag2(data, args.out / f"{stem}-rosbag2")
     path = args.out / f"{stem}.{args.format}"
-    n = export_can(data, path)
+    n = export_can(stream_frames(args.trial), data.wall_start(), path)
     print(f"{path}: {n} CAN frames")
     return 0
 

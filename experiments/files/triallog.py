@@ -37,13 +37,14 @@ The reader never executes anything from a file: JSON and MCAP records only.
 
 from __future__ import annotations
 
+import heapq
 import io
 import json
 import math
 import struct
 import tempfile
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -268,13 +269,9 @@ class TrialData:
         payload); a record that is not one is left out."""
         out = []
         for t, r in self.records.get(channel, []):
-            try:
-                payload = bytes.fromhex(r["data"])
-                ident = int(r["id"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            if 0 <= ident <= 0x7FF and len(payload) <= 8:
-                out.append((t, ident, payload))
+            frame = _standard_frame(r)
+            if frame is not None:
+                out.append((t, *frame))
         return out
 
     def events(self, kind: str | None = None) -> list[tuple[float, dict]]:
@@ -309,6 +306,79 @@ def read_trial(path: str | Path, topics: Collection[str] | None = None) -> Trial
         raise TrialLogError(str(path), f"cannot read ({exc.strerror})") from exc
     data.complete = not data.truncated
     return data
+
+
+REORDER_WINDOW = 1.0
+"""How far (s) a record may be logged out of time order for
+:func:`stream_frames` to still put it in order."""
+
+
+def stream_frames(path: str | Path, channels: Collection[str] = ("/can/tx", "/can/rx")
+                  ) -> Iterator[tuple[float, str, int, bytes]]:
+    """The standard CAN frames of ``channels`` as (t, channel, identifier,
+    payload) in time order, streamed from the log: at most
+    :data:`REORDER_WINDOW` of frames is held at once, so a long trial's frames
+    never all sit in memory (:meth:`TrialData.frames` gives them as a list).
+    A truncated log yields what it holds; a rosbag2 is read whole
+    (:func:`read_trial`)."""
+    path = Path(path)
+    if _is_rosbag2(path):
+        data = read_trial(path, topics=tuple(channels))
+        merged = [(t, ch, ident, payload) for ch in channels
+                  for t, ident, payload in data.frames(ch)]
+        yield from sorted(merged, key=lambda f: f[0])
+        return
+    try:
+        with path.open("rb") as f:
+            if f.read(len(MAGIC)) != MAGIC:
+                raise TrialLogError(str(path), "not an MCAP file")
+            f.seek(0)
+            yield from _ordered(_frame_records(_records(f), set(channels)))
+    except OSError as exc:
+        raise TrialLogError(str(path), f"cannot read ({exc.strerror})") from exc
+
+
+def _frame_records(records, channels: set[str]) -> Iterator[tuple[float, str, int, bytes]]:
+    from mcap.records import Channel, Message
+
+    topics: dict[int, str] = {}
+    for rec in records:
+        if isinstance(rec, Channel):
+            if rec.topic in channels and rec.message_encoding == "json":
+                topics[rec.id] = rec.topic
+        elif isinstance(rec, Message) and rec.channel_id in topics:
+            frame = _frame(rec.data)
+            if frame is not None:
+                yield (rec.log_time * 1e-9, topics[rec.channel_id], *frame)
+
+
+def _frame(raw: bytes) -> tuple[int, bytes] | None:
+    try:
+        r = json.loads(raw)
+    except ValueError:
+        return None
+    return _standard_frame(r) if isinstance(r, dict) else None
+
+
+def _standard_frame(r: dict) -> tuple[int, bytes] | None:
+    """(identifier, payload) of a /can/* record, None unless a standard frame."""
+    try:
+        payload = bytes.fromhex(r["data"])
+        ident = int(r["id"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (ident, payload) if 0 <= ident <= 0x7FF and len(payload) <= 8 else None
+
+
+def _ordered(items: Iterator[tuple]) -> Iterator[tuple]:
+    """``items`` (time first) in time order, within :data:`REORDER_WINDOW`."""
+    heap: list[tuple] = []
+    for seq, item in enumerate(items):
+        heapq.heappush(heap, (item[0], seq, item))
+        while heap[0][0] < item[0] - REORDER_WINDOW:
+            yield heapq.heappop(heap)[2]
+    while heap:
+        yield heapq.heappop(heap)[2]
 
 
 def _is_rosbag2(path: Path) -> bool:

@@ -11,7 +11,13 @@ import pytest
 
 from aiko.control import PRESETS
 from aiko.experiments.analysis.executor import open_executor
-from aiko.experiments.analysis.export import can_messages, export_can, export_csv, trial_info
+from aiko.experiments.analysis.export import (
+    can_messages,
+    export_can,
+    export_csv,
+    logged_frames,
+    trial_info,
+)
 from aiko.experiments.analysis.sweep import (
     SweepError,
     grid_points,
@@ -20,7 +26,7 @@ from aiko.experiments.analysis.sweep import (
     sweep_figure,
     sweep_point,
 )
-from aiko.experiments.files.triallog import read_trial
+from aiko.experiments.files.triallog import TrialLogError, read_trial, stream_frames
 from aiko.model import SolverParams
 from tests.conftest import aiko
 
@@ -100,7 +106,11 @@ def test_exported_can_logs_read_back_the_logged_frames_exactly(ideal_trial, tmp_
     logged = can_messages(data)
     assert len(logged) == len(data.records["/can/tx"]) + len(data.records["/can/rx"])
     path = tmp_path / f"t.{fmt}"
-    assert export_can(data, path) == len(logged)
+    # streamed from the file, in the order the loaded trial gives
+    streamed = list(stream_frames(ideal_trial[1]))
+    assert streamed == logged_frames(data)
+    assert export_can(iter(streamed), data.wall_start(), path) == len(logged)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"t.{fmt}"]   # no part left
     back = list(can.LogReader(str(path)))
     assert [(m.arbitration_id, bytes(m.data), m.is_rx, m.is_extended_id) for m in back] == \
         [(m.arbitration_id, bytes(m.data), m.is_rx, False) for m in logged]
@@ -158,3 +168,13 @@ def test_a_sweep_among_pegs():
     # forward (+x, give or take link 6's own swing), where the bare floor goes back
     assert rows[1]["error"] == "" and rows[1]["distance_m"] > 0.3
     assert abs(rows[1]["heading_deg"]) < 30
+
+
+@pytest.mark.parametrize("fmt", ["asc", "blf"])
+def test_a_can_export_that_fails_leaves_no_file(tmp_path, fmt):
+    def frames():
+        yield (0.0, "/can/tx", 0x80, b"")
+        raise TrialLogError("t.mcap", "cannot read (Input/output error)")
+    with pytest.raises(TrialLogError):
+        export_can(frames(), 0.0, tmp_path / f"t.{fmt}")
+    assert list(tmp_path.iterdir()) == []

@@ -1,10 +1,17 @@
 """Reading a trial log back, streamed: every channel counted, only the asked
 channels parsed and kept (what `aiko info` does with a long trial), a
-truncated file read to where it ends."""
+truncated file read to where it ends; the CAN frames streamed in time order
+(what `aiko export --format blf` does with a long trial)."""
 
 import pytest
 
-from aiko.experiments.files.triallog import TrialLog, TrialLogError, read_trial
+from aiko.experiments.files.triallog import (
+    REORDER_WINDOW,
+    TrialLog,
+    TrialLogError,
+    read_trial,
+    stream_frames,
+)
 
 
 def _log(path, n=200):
@@ -47,3 +54,33 @@ def test_not_a_log(tmp_path, content):
     p.write_bytes(content)
     with pytest.raises(TrialLogError, match="not an MCAP file"):
         read_trial(p)
+
+
+def test_frames_are_streamed_in_time_order_as_the_loaded_trial_gives_them(tmp_path):
+    path = tmp_path / "t.mcap"
+    with TrialLog(path, {"gait": "sidewinding"}) as log:
+        for k in range(300):
+            t = 1.0 + 0.01 * k
+            log.write("/can/tx", t, {"id": 0x200 + k % 10, "data": f"{k % 256:02x}00"})
+            # an answer logged before the request it answers, within the window
+            log.write("/can/rx", t - 0.4 * REORDER_WINDOW, {"id": 0x180, "data": "ff"})
+        log.write("/can/rx", 5.0, {"id": 0x1FFFFFFF, "data": "00"})     # extended: left out
+        log.write("/can/rx", 5.0, {"id": 0x181, "data": "zz"})          # not hex: left out
+        log.write("/can/rx", 5.0, {"id": 0x181, "oops": 1})             # no data: left out
+    data = read_trial(path)
+    streamed = list(stream_frames(path))
+    assert len(streamed) == 600
+    assert [f[0] for f in streamed] == sorted(f[0] for f in streamed)
+    expected = sorted(((t, ch, i, p) for ch in ("/can/tx", "/can/rx")
+                       for t, i, p in data.frames(ch)), key=lambda f: f[0])
+    assert streamed == expected
+    assert [f for f in streamed if f[1] == "/can/tx"][5] == (1.05, "/can/tx", 0x205, b"\x05\x00")
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    part = list(stream_frames(cut))
+    assert 0 < len(part) < 600 and [f[0] for f in part] == sorted(f[0] for f in part)
+    assert set(part) <= set(streamed)
+    text = tmp_path / "x.mcap"
+    text.write_text("not a log")
+    with pytest.raises(TrialLogError, match="not an MCAP file"):
+        list(stream_frames(text))
