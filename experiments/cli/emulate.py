@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from aiko.experiments.cli.args import ArgError, node_count, nonneg, number, port, positive
-from aiko.experiments.rig.plant import PlantParams
+from aiko.experiments.rig.plant_params import PlantParams
 
 __all__ = ["add_parser", "cmd_emulate"]
 

@@ -40,7 +40,7 @@ from aiko.experiments.analysis.compare import (
 )
 from aiko.experiments.files.scene_file import scene_json
 from aiko.experiments.files.triallog import TrialLog, check_log_path
-from aiko.experiments.rig.plant import PlantParams
+from aiko.experiments.rig.plant_params import PlantParams
 from aiko.experiments.trial.model_link import ModelLink, start_model_process
 from aiko.experiments.trial.processes import Child, ChildProcesses, python_module, wait_all_ready
 from aiko.experiments.trial.runner import (
