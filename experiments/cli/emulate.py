@@ -94,6 +94,19 @@ def add_parser(sub) -> None:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
+    if not args.plant:
+        return _emulate(args, None)
+    from aiko.experiments.rig.physics import PhysicsProcess
+
+    physics = PhysicsProcess()
+    physics.spawn()   # it loads the model's kernels while this process imports and sets up
+    try:
+        return _emulate(args, physics)
+    finally:
+        physics.close()   # the rig ends it when it stops; this, on every other way out
+
+
+def _emulate(args: argparse.Namespace, physics) -> int:
     import asyncio
 
     from aiko.experiments.rig.simrig import RigConfig, SimulatedRig
@@ -109,7 +122,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
                                  plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
                                  mu_y=args.mu_y, scene=scene,
-                                 status_interval=args.status_interval))
+                                 status_interval=args.status_interval), physics=physics)
     if rig.model is not None and rig.start_state is not None:
         from aiko.experiments.files.scene_file import check_clear
         from aiko.model.scene import SceneError

@@ -31,17 +31,19 @@ import warnings
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aiko.drivers.priority import freeze_heap
-from aiko.experiments.rig.plant import SimulatedAiko
-from aiko.firmware_interface.emulator import JointModelParams
-from aiko.model import SnakeModel, SnakeState
 from aiko.model.errors import AikoError
 
+if TYPE_CHECKING:   # loaded by the child (the parent may not have them yet)
+    from aiko.experiments.rig.plant import SimulatedAiko
+    from aiko.model import SnakeModel, SnakeState
+
 __all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CHUNK_TIME",
-           "chunk_steps"]
+           "chunk_steps", "PHYSICS_NICE"]
 
 CHUNK_TIME = 0.004
 """Simulated time (s) per physics update: the physics waits until the
@@ -68,6 +70,13 @@ modules' tick); once caught up every chunk's is sent."""
 
 START_TIMEOUT = 120.0
 """Seconds the physics process may take to load its kernels."""
+
+PHYSICS_NICE = 0
+"""How much lower the physics process's scheduling priority is than the
+modules'. The modules' process asks for the real-time class
+(:func:`~aiko.drivers.priority.request_realtime`), so the physics needs no
+lower priority to leave them the processor; at nice 10 it fell seconds behind
+when the machine was busy (lateral undulation needs about a core)."""
 
 
 class PhysicsError(AikoError):
@@ -165,6 +174,7 @@ class _RecordedMotor:
     """What the plant reads of a joint module, from the motor record."""
 
     def __init__(self, backlash: float) -> None:
+        from aiko.firmware_interface.emulator import JointModelParams
         self.params = JointModelParams(backlash=backlash)
         self.motor_angles = (0.0, 0.0)
         self.motor_speeds = (0.0, 0.0)
@@ -198,11 +208,33 @@ def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko
     return t
 
 
-def _serve(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
-           record_name: str, nice: int) -> None:
-    """The physics process: step behind the record until the pipe closes."""
+def _serve(conn: Connection, nice: int) -> None:
+    """The physics process: load the kernels, wait for the snake to simulate
+    (``("start", model, state, backlash, record name)``; None: end), then step
+    behind the record until the pipe closes."""
     if nice > 0:
         os.nice(nice)
+    try:
+        from aiko.model import warm_up
+        warm_up()             # the kernels, while the parent is still setting up
+        msg = conn.recv()
+        if msg is None:
+            return
+        _, model, state, backlash, record_name = msg
+        _simulate(conn, model, state, backlash, record_name)
+    except (EOFError, BrokenPipeError):
+        pass     # the modules' process is gone
+    except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            pass
+
+
+def _simulate(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
+              record_name: str) -> None:
+    from aiko.experiments.rig.plant import SimulatedAiko
+
     motors = [_RecordedMotor(float(b)) for b in backlash]
     aiko = SimulatedAiko(model, motors, state=state)        # type: ignore[arg-type]
     record = MotorRecord(len(motors), name=record_name)
@@ -211,17 +243,10 @@ def _serve(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.
                              state=state.copy())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            warm.advance(state.t + model.dt, 1)               # load the kernels now
+            warm.advance(state.t + model.dt, 1)         # this snake's first step, untimed
         freeze_heap()   # not a full collection in the middle of catching up
         conn.send(("ready", _update(aiko)))
         _loop(conn, record, motors, aiko)
-    except (EOFError, BrokenPipeError):
-        pass     # the modules' process is gone
-    except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it
-        try:
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
-        except OSError:
-            pass
     finally:
         record.close()
 
@@ -255,19 +280,18 @@ def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
 
 
 class PhysicsProcess:
-    """The physics of ``model`` from ``state`` in a child process, driven by
-    motors with free play ``backlash`` (joints,) rad.
+    """A snake's physics in a child process, driven by the modules' motors.
 
-    ``start()`` spawns it and waits until its kernels are loaded;
-    ``note_motors(t, theta, speed, driven)`` after every tick of the modules;
-    ``updates()`` the updates that arrived since the last call (never waits);
-    ``close()`` ends the child (also after a failure)."""
+    ``spawn()`` starts the child, which loads the model's kernels on its own
+    (about a second: ``aiko emulate`` spawns it first thing, so that this
+    overlaps its own imports); ``start(model, state, backlash)`` (spawning
+    first if needed) gives it the snake, the motors' free play (joints,) rad,
+    and waits until it is ready; ``note_motors(t, theta, speed, driven)``
+    after every tick of the modules; ``updates()`` the updates that arrived
+    since the last call (never waits); ``close()`` ends the child (also after
+    a failure, or before a start)."""
 
-    def __init__(self, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
-                 nice: int = 0) -> None:
-        self.model = model
-        self.state = state
-        self.backlash = np.asarray(backlash, dtype=float)
+    def __init__(self, nice: int = PHYSICS_NICE) -> None:
         self.nice = nice
         self.record: MotorRecord | None = None
         self._conn: Connection | None = None
@@ -277,18 +301,32 @@ class PhysicsProcess:
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
 
-    def start(self, timeout: float = START_TIMEOUT) -> PhysicsUpdate:
-        """Spawn the child; its first update (the start state) once it is ready."""
+    def spawn(self) -> None:
+        """Start the child (once); it loads its kernels and waits for its snake."""
+        if self._proc is not None:
+            return
         ctx = mp.get_context("spawn")
-        self.record = MotorRecord(len(self.backlash))
         parent, child = ctx.Pipe(duplex=True)
         self._conn = parent
         self._proc = ctx.Process(target=_serve, name="aiko-physics", daemon=True,
-                                 args=(child, self.model, self.state, self.backlash,
-                                       self.record.name, self.nice))
+                                 args=(child, self.nice))
         self._proc.start()
         child.close()
-        if not parent.poll(timeout):
+
+    def start(self, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
+              timeout: float = START_TIMEOUT) -> PhysicsUpdate:
+        """The physics of ``model`` from ``state``; its first update (the start
+        state) once the child is ready."""
+        self.spawn()
+        assert self._conn is not None
+        backlash = np.asarray(backlash, dtype=float)
+        self.record = MotorRecord(len(backlash))
+        try:
+            self._conn.send(("start", model, state, backlash, self.record.name))
+        except OSError as exc:
+            raise PhysicsError(f"the process ended (exit code {self._proc.exitcode})"  # type: ignore[union-attr]
+                               ) from exc
+        if not self._conn.poll(timeout):
             raise PhysicsError(f"not ready after {timeout:.0f} s")
         return self._expect_update(self._recv())
 

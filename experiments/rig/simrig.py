@@ -65,14 +65,6 @@ frame periods older than the frame (10 ms at 100 Hz): the age a real camera
 frame has when the next one is due
 (:class:`~aiko.experiments.rig.plant.MocapView`, ``max_age``)."""
 
-PHYSICS_NICE = 0
-"""How much lower the physics process's scheduling priority is than the
-modules'. The modules' process asks for the real-time class
-(:func:`~aiko.drivers.priority.request_realtime`), so the physics needs no
-lower priority to leave them the processor; at nice 10 it fell seconds behind
-when the machine was busy (lateral undulation needs about a core)."""
-
-
 class RigStartError(AikoError):
     def __init__(self, what: str, reason: str) -> None:
         self.what = what
@@ -108,7 +100,11 @@ class SimulatedRig:
     :class:`~aiko.firmware_interface.delays.DelayHistogram` of every update's
     lag, with its maximum)."""
 
-    def __init__(self, config: RigConfig) -> None:
+    def __init__(self, config: RigConfig, physics: PhysicsProcess | None = None) -> None:
+        """``physics``: a physics process spawned early
+        (:meth:`~aiko.experiments.rig.physics.PhysicsProcess.spawn`, so that it
+        loads its kernels while this process sets up), for a rig with a plant;
+        the rig owns it from here and ends it when it stops."""
         self.config = config
         plant = config.plant
         jp = plant.joint_params() if plant is not None else None
@@ -146,9 +142,7 @@ class SimulatedRig:
             for m, a in zip(self.modules, model.joint_angles(state), strict=True):
                 m.set_angles(a[0], a[1])
             self.model, self.start_state = model, state
-            self.physics = PhysicsProcess(
-                model, state, np.array([m.params.backlash for m in self.modules]),
-                nice=PHYSICS_NICE)
+            self.physics = physics if physics is not None else PhysicsProcess()
             self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
                                   seed=plant.seed, fixed=peg_objects(config.scene),
                                   max_age=MOCAP_MAX_AGE_FRAMES / plant.mocap_rate)
@@ -225,7 +219,10 @@ class SimulatedRig:
             await self._serve(on_ready, on_status)
             return
         try:
-            self.last = await asyncio.to_thread(self.physics.start)
+            assert self.model is not None and self.start_state is not None
+            backlash = np.array([m.params.backlash for m in self.modules])
+            self.last = await asyncio.to_thread(self.physics.start, self.model,
+                                                self.start_state, backlash)
             self.priority = request_realtime()
             log.info("joint modules' process: %s", self.priority)
             await self._serve(on_ready, on_status)

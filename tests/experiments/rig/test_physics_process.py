@@ -81,10 +81,9 @@ def test_the_physics_process_moves_the_links_as_the_plant_in_process_does():
         here.note_motors(t)
     while here.advance(t_end, 8):
         pass
-    proc = PhysicsProcess(model, model.initial_state(),
-                          np.zeros(n - 1), nice=0)
+    proc = PhysicsProcess(nice=0)
     try:
-        first = proc.start(timeout=120)
+        first = proc.start(model, model.initial_state(), np.zeros(n - 1), timeout=120)
         assert first.t == 0.0
         for t, theta, speed, driven in record:
             proc.note_motors(t, theta, speed, driven)
@@ -112,9 +111,9 @@ def test_a_physics_process_that_dies_is_a_clear_error():
     import signal
 
     model = SnakeModel(SnakeParams(n=3), PlantParams.ideal().solver_params())
-    proc = PhysicsProcess(model, model.initial_state(), np.zeros(2), nice=0)
+    proc = PhysicsProcess(nice=0)
     try:
-        proc.start(timeout=120)
+        proc.start(model, model.initial_state(), np.zeros(2), timeout=120)
         os.kill(proc.pid, signal.SIGKILL)
         deadline = time.monotonic() + 30
         with pytest.raises(PhysicsError, match="ended"):
@@ -123,3 +122,26 @@ def test_a_physics_process_that_dies_is_a_clear_error():
                 time.sleep(0.01)
     finally:
         proc.close()
+
+
+def test_a_physics_process_spawned_early_starts_later_or_ends_unstarted():
+    """``aiko emulate`` spawns the physics first thing (it loads its kernels
+    while the modules' process imports): the snake comes later, or never."""
+    model = SnakeModel(SnakeParams(n=3), PlantParams.ideal().solver_params())
+    early = PhysicsProcess(nice=0)
+    try:
+        early.spawn()
+        pid = early.pid
+        early.spawn()                       # once only
+        assert early.pid == pid
+        first = early.start(model, model.initial_state(), np.zeros(2), timeout=120)
+        assert first.t == 0.0 and early.pid == pid
+        np.testing.assert_allclose(first.positions, model.initial_state().positions)
+    finally:
+        early.close()
+    unstarted = PhysicsProcess(nice=0)
+    unstarted.spawn()
+    proc = unstarted._proc
+    unstarted.close()                       # ends the child that never got its snake
+    assert proc is not None and not proc.is_alive() and proc.exitcode == 0
+    unstarted.close()                       # a second close does nothing
