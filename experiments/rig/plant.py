@@ -206,12 +206,13 @@ class MocapView:
     with the same noise.
 
     ``max_age`` (s, None: no limit): a frame whose due time (t - latency) is
-    further than this past the newest recorded state is held back (``objects`` gives None and
-    :attr:`held` counts it). The simulated Aiko's physics can fall behind the
-    clock; a camera frame must show the robot of its own time, so a frame the
-    physics has not reached yet is not sent, as a Vicon drops a frame, instead
-    of showing an older robot as the present one (which, at link 6's 0.1-0.3 m/s
-    in sidewinding, put 5-15 mm of the physics' lag into the comparison).
+    further than this past the newest recorded state is held back
+    (``objects`` gives None and :attr:`held` counts it). The simulated Aiko's
+    physics can fall behind the clock; a camera frame must show the robot of
+    its own time, so a frame the physics has not reached yet is not sent, as
+    a Vicon drops a frame, instead of showing an older robot as the present
+    one (which, at link 6's 0.1-0.3 m/s in sidewinding, put 5-15 mm of the
+    physics' lag into the comparison).
     """
 
     def __init__(self, noise_mm: float = 0.0, latency: float = 0.0, seed: int = 0,
