@@ -24,40 +24,28 @@ from pathlib import Path
 
 import can
 
-from aiko.experiments.files.triallog import TrialData
+from aiko.experiments.files.triallog import LoggedFrame, TrialData
 
 __all__ = ["export_csv", "export_can", "trial_info", "INFO_TOPICS", "CAN_TOPICS", "can_messages",
-           "logged_frames", "FORMATS", "Frame"]
+           "FORMATS"]
 
 FORMATS = ("csv", "asc", "blf")
 
 
-Frame = tuple[float, str, int, bytes]
-"""A logged CAN frame: (t on the trial clock (s), channel, identifier, payload)."""
-
-
-def _message(frame: Frame, wall_start: float) -> can.Message:
+def _message(frame: LoggedFrame, wall_start: float) -> can.Message:
     t, channel, ident, payload = frame
     return can.Message(timestamp=wall_start + t, arbitration_id=ident, is_extended_id=False,
                        data=payload, is_rx=channel == "/can/rx", channel=1)
 
 
-def logged_frames(data: TrialData) -> list[Frame]:
-    """Every standard CAN frame of a loaded trial, in time order."""
-    out = [(t, channel, ident, payload) for channel in ("/can/tx", "/can/rx")
-           for t, ident, payload in data.frames(channel)]
-    out.sort(key=lambda f: f[0])
-    return out
-
-
 def can_messages(data: TrialData) -> list[can.Message]:
     """Every logged CAN frame as a python-can Message (time order; rx/tx set)."""
     t0 = data.wall_start()
-    return [_message(f, t0) for f in logged_frames(data)]
+    return [_message(f, t0) for f in data.can_frames()]
 
 
-def export_can(frames: Iterable[Frame], wall_start: float, path: Path) -> int:
-    """Write ``frames`` (time order; :func:`logged_frames`, or
+def export_can(frames: Iterable[LoggedFrame], wall_start: float, path: Path) -> int:
+    """Write ``frames`` (time order; :meth:`TrialData.can_frames`, or
     :func:`~aiko.experiments.files.triallog.stream_frames` for a long trial)
     to ``path`` (.asc or .blf) through python-can's writer, time stamps
     ``wall_start`` + the trial clock; the number written. Written beside the

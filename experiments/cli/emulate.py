@@ -7,9 +7,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiko.experiments.cli.args import ArgError, node_count, nonneg, number, port, positive
 from aiko.experiments.rig.plant_params import PlantParams
+
+if TYPE_CHECKING:
+    from aiko.experiments.rig.physics import PhysicsProcess
 
 __all__ = ["add_parser", "cmd_emulate"]
 
@@ -106,7 +110,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         physics.close()   # the rig ends it when it stops; this, on every other way out
 
 
-def _emulate(args: argparse.Namespace, physics) -> int:
+def _emulate(args: argparse.Namespace, physics: PhysicsProcess | None) -> int:
     import asyncio
 
     from aiko.experiments.rig.simrig import RigConfig, SimulatedRig

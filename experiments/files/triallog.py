@@ -54,7 +54,8 @@ from mcap.writer import CompressionType, Writer
 
 from aiko.model.errors import AikoError
 
-__all__ = ["TrialLog", "TrialData", "read_trial", "TrialLogError", "CHANNELS", "frame_record",
+__all__ = ["TrialLog", "TrialData", "read_trial", "stream_frames", "TrialLogError", "CHANNELS",
+           "CAN_CHANNELS", "LoggedFrame", "frame_record",
            "check_log_path", "free_log_path"]
 
 _NUM = {"type": "number"}
@@ -204,6 +205,13 @@ class TrialLog:
         self.close()
 
 
+CAN_CHANNELS = ("/can/tx", "/can/rx")
+"""The channels of the raw CAN frames."""
+
+LoggedFrame = tuple[float, str, int, bytes]
+"""A logged CAN frame: (t on the trial clock (s), channel, identifier, payload)."""
+
+
 @dataclass
 class TrialData:
     """A trial loaded back: per channel, times (s) and records; arrays for the
@@ -274,6 +282,15 @@ class TrialData:
                 out.append((t, *frame))
         return out
 
+    def can_frames(self, channels: Collection[str] = CAN_CHANNELS) -> list[LoggedFrame]:
+        """The standard CAN frames of ``channels`` as (t, channel, identifier,
+        payload), in time order (:func:`stream_frames` streams the same from
+        a file)."""
+        out = [(t, ch, ident, payload) for ch in channels
+               for t, ident, payload in self.frames(ch)]
+        out.sort(key=lambda f: f[0])
+        return out
+
     def events(self, kind: str | None = None) -> list[tuple[float, dict]]:
         return [(t, d) for t, d in self.records.get("/events", []) if kind is None
                 or d["kind"] == kind]
@@ -313,8 +330,8 @@ REORDER_WINDOW = 1.0
 :func:`stream_frames` to still put it in order."""
 
 
-def stream_frames(path: str | Path, channels: Collection[str] = ("/can/tx", "/can/rx")
-                  ) -> Iterator[tuple[float, str, int, bytes]]:
+def stream_frames(path: str | Path, channels: Collection[str] = CAN_CHANNELS
+                  ) -> Iterator[LoggedFrame]:
     """The standard CAN frames of ``channels`` as (t, channel, identifier,
     payload) in time order, streamed from the log: at most
     :data:`REORDER_WINDOW` of frames is held at once, so a long trial's frames
@@ -323,10 +340,7 @@ def stream_frames(path: str | Path, channels: Collection[str] = ("/can/tx", "/ca
     (:func:`read_trial`)."""
     path = Path(path)
     if _is_rosbag2(path):
-        data = read_trial(path, topics=tuple(channels))
-        merged = [(t, ch, ident, payload) for ch in channels
-                  for t, ident, payload in data.frames(ch)]
-        yield from sorted(merged, key=lambda f: f[0])
+        yield from read_trial(path, topics=tuple(channels)).can_frames(channels)
         return
     try:
         with path.open("rb") as f:
@@ -338,7 +352,7 @@ def stream_frames(path: str | Path, channels: Collection[str] = ("/can/tx", "/ca
         raise TrialLogError(str(path), f"cannot read ({exc.strerror})") from exc
 
 
-def _frame_records(records, channels: set[str]) -> Iterator[tuple[float, str, int, bytes]]:
+def _frame_records(records, channels: set[str]) -> Iterator[LoggedFrame]:
     from mcap.records import Channel, Message
 
     topics: dict[int, str] = {}

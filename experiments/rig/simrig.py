@@ -65,6 +65,7 @@ frame periods older than the frame (10 ms at 100 Hz): the age a real camera
 frame has when the next one is due
 (:class:`~aiko.experiments.rig.plant.MocapView`, ``max_age``)."""
 
+
 class RigStartError(AikoError):
     def __init__(self, what: str, reason: str) -> None:
         self.what = what

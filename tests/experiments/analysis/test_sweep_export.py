@@ -15,7 +15,6 @@ from aiko.experiments.analysis.export import (
     can_messages,
     export_can,
     export_csv,
-    logged_frames,
     trial_info,
 )
 from aiko.experiments.analysis.sweep import (
@@ -108,7 +107,7 @@ def test_exported_can_logs_read_back_the_logged_frames_exactly(ideal_trial, tmp_
     path = tmp_path / f"t.{fmt}"
     # streamed from the file, in the order the loaded trial gives
     streamed = list(stream_frames(ideal_trial[1]))
-    assert streamed == logged_frames(data)
+    assert streamed == data.can_frames()
     assert export_can(iter(streamed), data.wall_start(), path) == len(logged)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"t.{fmt}"]   # no part left
     back = list(can.LogReader(str(path)))
