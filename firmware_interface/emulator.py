@@ -52,7 +52,15 @@ from .protocol import (
 
 __all__ = ["JointModelParams", "FaultConfig", "Outgoing", "MotorAxis", "JointModule"]
 
-_MAX_SUBSTEP = 0.001
+_MAX_SUBSTEP = 0.00125
+"""The servo's longest integration step (s): a tick's interval is cut into
+the fewest equal substeps no longer than this (two of 1 ms in a 2 ms tick;
+the servo's time constant is 1 / (k_p omega_max), 17 ms)."""
+
+_SATURATED = 100.0 - 1e-9
+"""|duty| (%) from which a motor counts as saturated."""
+
+_DRIVING = frozenset((NodeState.OPERATIONAL, NodeState.PRE_OPERATIONAL))
 
 
 @dataclass(frozen=True)
@@ -147,19 +155,29 @@ class MotorAxis:
             self.speed = omega_ref
             self.theta = target
             self._couple(move_motor=False)
-        else:
-            err = target - self.theta
+        else:   # the hot path of every emulated tick: written out, no calls
+            theta = self.theta
+            err = target - theta
             duty = 100.0 * (p.k_p * err + omega_ref / p.omega_max)
-            self.duty = max(-100.0, min(100.0, duty))
-            speed = self.duty / 100.0 * p.omega_max * self.strength
-            step = speed * dt
+            if duty > 100.0:
+                duty = 100.0
+            elif duty < -100.0:
+                duty = -100.0
+            self.duty = duty
+            step = duty / 100.0 * p.omega_max * self.strength * dt
             # the servo does not overshoot its target within one substep
             if (err > 0 and step > err and omega_ref <= 0) or (err < 0 and step < err
                                                               and omega_ref >= 0):
                 step = err
             self.speed = step / dt if dt > 0 else 0.0
-            self.theta += step
-            self._couple(move_motor=False)
+            theta += step
+            self.theta = theta
+            half = 0.5 * p.backlash
+            d = self.link - theta
+            if d > half:
+                self.link = theta + half
+            elif d < -half:
+                self.link = theta - half
         if self.encoder_ok:
             self.reported = self.theta
 
@@ -179,7 +197,7 @@ class MotorAxis:
 
     @property
     def saturated(self) -> bool:
-        return abs(self.duty) >= 100.0 - 1e-9
+        return abs(self.duty) >= _SATURATED
 
 
 @dataclass
@@ -384,33 +402,51 @@ class JointModule:
 
     # --------------------------------------------------------------- ticking
     def tick(self, t: float) -> list[Outgoing]:
-        """Advance the joints to t and emit what is due by then."""
+        """Advance the joints to t, in equal substeps of at most 1.25 ms, and
+        emit what is due by then."""
         out: list[Outgoing] = []
         if not self.powered or t <= self._t:
             return out
+        t0 = self._t
+        n = max(1, math.ceil((t - t0) / _MAX_SUBSTEP - 1e-9))
+        h = (t - t0) / n
         f = self.faults
-        while self._t < t:
-            h = min(_MAX_SUBSTEP, t - self._t)
-            now = self._t + h
-            if f.saturate_from is not None and now >= f.saturate_from:
-                self.axes[f.saturate_motor].strength = 0.1
-            if f.encoder_fault_at is not None and now >= f.encoder_fault_at:
-                self.axes[f.encoder_motor].encoder_ok = False
-            drive = self.state in (NodeState.OPERATIONAL, NodeState.PRE_OPERATIONAL)
-            for k, ax in enumerate(self.axes):
-                ax.advance(h, self._target[k] if drive else None,
-                           self._omega[k] if drive and not self._holding else 0.0)
-                if self._omega[k] and drive and not self._holding:
-                    self._target[k] = max(-self.limit, min(self.limit,
-                                                           self._target[k] + self._omega[k] * h))
+        timed = f.saturate_from is not None or f.encoder_fault_at is not None
+        for i in range(1, n + 1):
+            now = t if i == n else t0 + i * h
+            if timed:
+                self._timed_faults(now)
+            self._substep(h)
             self._t = now
             out += self._conditions(now)
             while self._next_heartbeat <= now + 1e-12:
                 out += self._send(self._next_heartbeat, Heartbeat(self.node, self.state))
                 self._hb_count += 1
                 self._next_heartbeat = self._hb_origin + self._hb_count * HEARTBEAT_PERIOD
-            out += self._babble(now)
+            if f.babble_from is not None:
+                out += self._babble(now)
         return out
+
+    def _timed_faults(self, now: float) -> None:
+        f = self.faults
+        if f.saturate_from is not None and now >= f.saturate_from:
+            self.axes[f.saturate_motor].strength = 0.1
+        if f.encoder_fault_at is not None and now >= f.encoder_fault_at:
+            self.axes[f.encoder_motor].encoder_ok = False
+
+    def _substep(self, h: float) -> None:
+        """Both motors over h seconds: tracking the reference (moving at its
+        speed unless holding), or limp when the node does not drive them."""
+        if self.state not in _DRIVING:
+            for ax in self.axes:
+                ax.advance(h, None, 0.0)
+            return
+        target, omega, holding = self._target, self._omega, self._holding
+        for k, ax in enumerate(self.axes):
+            w = 0.0 if holding else omega[k]
+            ax.advance(h, target[k], w)
+            if w:
+                target[k] = max(-self.limit, min(self.limit, target[k] + w * h))
 
     def _babble(self, now: float) -> list[Outgoing]:
         """The random frames due by ``now`` (the ``babble`` fault)."""
@@ -428,29 +464,29 @@ class JointModule:
 
     def _conditions(self, t: float) -> list[Outgoing]:
         out: list[Outgoing] = []
-        if (self.state == NodeState.OPERATIONAL and self._seen_sync and not self._holding
+        if (self._seen_sync and not self._holding and self.state == NodeState.OPERATIONAL
                 and t - self._last_sync >= SYNC_TIMEOUT - 1e-12):
             self._holding = True
             self._target = [self.axes[0].theta, self.axes[1].theta]
             self._omega = [0.0, 0.0]
             out += self._emcy(t, EmcyCode.SYNC_TIMEOUT, Motor.NONE)
+        sat_since, limited = self._sat_since, self._current_limit
         for k, ax in enumerate(self.axes):
-            if ax.saturated:
-                since = self._sat_since[k]
+            if abs(ax.duty) >= _SATURATED:
+                since = sat_since[k]
                 if since is None:
-                    since = self._sat_since[k] = t
-                if not self._current_limit[k] and t - since > CURRENT_LIMIT_TIME:
-                    self._current_limit[k] = True
+                    since = sat_since[k] = t
+                if not limited[k] and t - since > CURRENT_LIMIT_TIME:
+                    limited[k] = True
                     out += self._emcy(t, EmcyCode.CURRENT_LIMIT, Motor(k))
-            else:
-                self._sat_since[k] = None
-                if self._current_limit[k]:
-                    self._current_limit[k] = False
+            elif sat_since[k] is not None or limited[k]:
+                sat_since[k] = None
+                if limited[k]:
+                    limited[k] = False
                     out += self._emcy(t, EmcyCode.ERROR_RESET, Motor(k))
-        m = self.faults.encoder_motor
-        if not self.axes[m].encoder_ok and not self._encoder_reported:
+        if not self._encoder_reported and not self.axes[self.faults.encoder_motor].encoder_ok:
             self._encoder_reported = True
-            out += self._emcy(t, EmcyCode.ENCODER_FAULT, Motor(m))
+            out += self._emcy(t, EmcyCode.ENCODER_FAULT, Motor(self.faults.encoder_motor))
         return out
 
     # --------------------------------------------------------------- sending

@@ -130,6 +130,13 @@ class MotorRecord:
         row[1 + 4 * j:] = driven.ravel()
         self._count[0] = k + 1
 
+    def append_flat(self, entry: list[float]) -> None:
+        """One entry as a flat list: t, then theta, speed and driven (joints,
+        2) row by row, as :meth:`append` writes them (one copy, no arrays)."""
+        k = self.written
+        self._rows[k % self.capacity] = entry
+        self._count[0] = k + 1
+
     def since(self, k: int) -> tuple[int, np.ndarray]:
         """The entries written since the k-th: (count now, rows (m, width));
         :class:`PhysicsError` when some were overwritten before being read."""
@@ -350,6 +357,20 @@ class PhysicsProcess:
                     driven: np.ndarray) -> None:
         assert self.record is not None
         self.record.append(t, theta, speed, driven)
+
+    def note_modules(self, t: float, modules: list) -> None:
+        """:meth:`note_motors` read from joint modules (their ``motor_angles``,
+        ``motor_speeds`` and ``motors_driven``): what the modules' process
+        does after every tick, in one copy."""
+        assert self.record is not None
+        entry = [t]
+        for m in modules:
+            entry += m.motor_angles
+        for m in modules:
+            entry += m.motor_speeds
+        for m in modules:
+            entry += m.motors_driven
+        self.record.append_flat(entry)
 
     def updates(self) -> list[PhysicsUpdate]:
         out = []

@@ -228,7 +228,9 @@ class MocapView:
         self._history: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
 
     def record(self, t: float, positions: np.ndarray, rotations: np.ndarray) -> None:
-        self._history.append((t, positions * 1000.0, euler_xyz(rotations)))
+        """The links' positions (n, 3) m and rotations (n, 3, 3) at t (s); kept
+        as given (not copied) and converted only for the frames sent."""
+        self._history.append((t, positions, rotations))
         # keep what the latency still needs, and at least the newest entry
         while len(self._history) > 1 and self._history[1][0] <= t - self.latency:
             self._history.popleft()
@@ -243,11 +245,13 @@ class MocapView:
                 break
         if chosen is None:
             return None
-        _, pos, rot = chosen
+        _, pos_m, rotations = chosen
         reached = self._history[-1][0]     # how far the physics has got
         if self.max_age is not None and reached < due - self.max_age - 1e-12:
             self.held += 1
             return None
+        pos = pos_m * 1000.0
+        rot = euler_xyz(rotations)
         if self.noise_mm > 0:
             pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
         out = {f"{self.prefix}{i + 1}": (*pos[i], *rot[i]) for i in range(pos.shape[0])}

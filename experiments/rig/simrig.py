@@ -159,10 +159,7 @@ class SimulatedRig:
     def _after_tick(self, now: float) -> None:
         physics = self.physics
         assert physics is not None  # hooked only with a plant
-        mods = self.modules
-        physics.note_motors(now, np.array([m.motor_angles for m in mods]),
-                            np.array([m.motor_speeds for m in mods]),
-                            np.array([m.motors_driven for m in mods]))
+        physics.note_modules(now, self.modules)
         updates = physics.updates()
         for update in updates:
             self._count_lag(update)
