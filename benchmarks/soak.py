@@ -2,6 +2,7 @@
 
     python benchmarks/soak.py --minutes 30                 # the soak
     python benchmarks/soak.py --minutes 1 --figure soak.png
+    python benchmarks/soak.py --minutes 1 --every 5 --json soak.json   # as CI runs it
 
 Runs `aiko run GAIT --duration N*60` (realistic plant, the model in parallel)
 and samples every process of it (the runner, the simulated Aiko, the parallel
@@ -10,14 +11,17 @@ Then it checks the log (every period's REFs and SYNC, motion capture at 20 Hz
 to the end) and runs `aiko info`, `aiko replay` and `aiko export --format blf`
 on it, each with its wall time and peak memory (VmHWM, sampled every 0.1 s).
 Prints a report with the machine; ``--figure`` draws RSS per process over
-time. Not part of the tests.
+time; ``--json`` writes the report for a script to judge (the suite's
+``tests/benchmarks/test_soak.py`` runs it for one minute).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -90,13 +94,18 @@ def check_log(path: Path) -> dict:
             "complete": data.complete}
 
 
-def growth(rows: list[dict]) -> dict[str, tuple[float, float, float]]:
+def growth(rows: list[dict], until: float) -> dict[str, tuple[float, float, float]]:
     """Per role: RSS after the first minute (after the first third of a trial
-    shorter than 3 minutes), at the end (MB) and the growth (%)."""
+    shorter than 3 minutes), at ``until`` s after the command's start (the
+    trial's length: the trial streams until a few seconds later, after its
+    start-up; the comparison after it is not the trial) (MB) and the growth
+    (%)."""
     out = {}
-    start = min(60.0, max((r["t"] for r in rows), default=0.0) / 3)
+    start = min(60.0, until / 3)
     for role in sorted({r["role"] for r in rows}):
-        mine = [r for r in rows if r["role"] == role]
+        mine = [r for r in rows if r["role"] == role and r["t"] <= until]
+        if not mine:
+            continue
         after = [r for r in mine if r["t"] >= start] or mine
         first, last = after[0]["rss_mb"], mine[-1]["rss_mb"]
         out[role] = (first, last, 100.0 * (last - first) / first)
@@ -120,6 +129,15 @@ def figure(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def trial_counts(summary: list[str]) -> dict:
+    """Periods, late and missed periods from the trial's summary line."""
+    for line in summary:
+        m = re.search(r"(\d+) periods, (\d+) late, (\d+) missed", line)
+        if m:
+            return {"periods": int(m[1]), "late": int(m[2]), "missed": int(m[3])}
+    return {"periods": None, "late": None, "missed": None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=30.0)
@@ -127,6 +145,7 @@ def main() -> int:
     ap.add_argument("--every", type=float, default=10.0, help="seconds between samples")
     ap.add_argument("--figure", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep the log in this folder")
+    ap.add_argument("--json", type=Path, default=None, help="write the report here")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = a.keep or Path(tmp)
@@ -151,7 +170,7 @@ def main() -> int:
     for line in summary:
         print(f"  {line}")
     print(f"  log: {counts}")
-    for role, (first, last, pct) in growth(rows).items():
+    for role, (first, last, pct) in growth(rows, 60.0 * a.minutes).items():
         cpu = max((r["cpu_s"] or 0.0) for r in rows if r["role"] == role)
         print(f"  {role}: RSS {first:.0f} MB after the start, {last:.0f} MB at the end "
               f"({pct:+.1f} %), CPU {cpu:.0f} s")
@@ -160,6 +179,14 @@ def main() -> int:
     if a.figure is not None:
         figure(rows, a.figure)
         print(f"figure: {a.figure}")
+    if a.json is not None:
+        report = {"machine": describe(), "minutes": a.minutes, "gait": a.gait,
+                  "log_mb": size_mb, "summary": summary, "trial": trial_counts(summary),
+                  "log": counts, "tools": tools,
+                  "rss": {role: {"start_mb": g[0], "end_mb": g[1], "growth_pct": g[2]}
+                          for role, g in growth(rows, 60.0 * a.minutes).items()},
+                  "samples": len(rows)}
+        a.json.write_text(json.dumps(report, indent=1))
     return 0
 
 
