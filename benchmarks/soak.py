@@ -46,8 +46,10 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "aiko.experiments.cli", *args]
 
 
-def run_trial(gait: str, minutes: float, out: Path, every: float) -> tuple[list[dict], str]:
-    """The trial, sampled: rows of (t, role, pid, rss_mb, cpu_s); its output."""
+def run_trial(gait: str, minutes: float, out: Path,
+              every: float) -> tuple[list[dict], str, int]:
+    """The trial, sampled: rows of (t, role, pid, rss_mb, cpu_s); its output
+    and exit status."""
     proc = subprocess.Popen(_cli("run", gait, "--duration", str(60 * minutes), "--out",
                                  str(out)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -64,7 +66,7 @@ def run_trial(gait: str, minutes: float, out: Path, every: float) -> tuple[list[
                                  "cpu_s": cpu_seconds(pid)})
             next_sample += every
         time.sleep(0.2)
-    return rows, proc.stdout.read() if proc.stdout else ""
+    return rows, proc.stdout.read() if proc.stdout else "", proc.returncode
 
 
 def timed(argv: list[str]) -> dict:
@@ -151,7 +153,14 @@ def main() -> int:
         folder = a.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         log = folder / f"soak-{a.gait}.mcap"
-        rows, text = run_trial(a.gait, a.minutes, log, a.every)
+        if log.exists():
+            print(f"soak: {log} exists (a soak's log is never reused)", file=sys.stderr)
+            return 2
+        rows, text, code = run_trial(a.gait, a.minutes, log, a.every)
+        if code != 0:
+            last = text.strip().splitlines()[-1] if text.strip() else ""
+            print(f"soak: aiko run ended with exit {code}: {last}", file=sys.stderr)
+            return 1
         summary = [line for line in text.splitlines() if line.startswith(("trial ", "period",
                                                                           "simulated Aiko"))]
         counts = check_log(log)

@@ -39,7 +39,10 @@ from aiko.drivers.priority import freeze_heap
 from aiko.model.errors import AikoError
 
 if TYPE_CHECKING:   # loaded by the child (the parent may not have them yet)
+    from collections.abc import Sequence
+
     from aiko.experiments.rig.plant import SimulatedAiko
+    from aiko.firmware_interface.emulator import JointModule
     from aiko.model import SnakeModel, SnakeState
 
 __all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CHUNK_TIME",
@@ -358,12 +361,12 @@ class PhysicsProcess:
         assert self.record is not None
         self.record.append(t, theta, speed, driven)
 
-    def note_modules(self, t: float, modules: list) -> None:
+    def note_modules(self, t: float, modules: Sequence[JointModule]) -> None:
         """:meth:`note_motors` read from joint modules (their ``motor_angles``,
         ``motor_speeds`` and ``motors_driven``): what the modules' process
         does after every tick, in one copy."""
         assert self.record is not None
-        entry = [t]
+        entry: list[float] = [t]
         for m in modules:
             entry += m.motor_angles
         for m in modules:
