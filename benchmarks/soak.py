@@ -179,7 +179,8 @@ def main() -> int:
     for line in summary:
         print(f"  {line}")
     print(f"  log: {counts}")
-    for role, (first, last, pct) in growth(rows, 60.0 * a.minutes).items():
+    rss = growth(rows, 60.0 * a.minutes)
+    for role, (first, last, pct) in rss.items():
         cpu = max((r["cpu_s"] or 0.0) for r in rows if r["role"] == role)
         print(f"  {role}: RSS {first:.0f} MB after the start, {last:.0f} MB at the end "
               f"({pct:+.1f} %), CPU {cpu:.0f} s")
@@ -193,7 +194,7 @@ def main() -> int:
                   "log_mb": size_mb, "summary": summary, "trial": trial_counts(summary),
                   "log": counts, "tools": tools,
                   "rss": {role: {"start_mb": g[0], "end_mb": g[1], "growth_pct": g[2]}
-                          for role, g in growth(rows, 60.0 * a.minutes).items()},
+                          for role, g in rss.items()},
                   "samples": len(rows)}
         a.json.write_text(json.dumps(report, indent=1))
     return 0

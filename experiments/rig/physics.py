@@ -133,9 +133,17 @@ class MotorRecord:
         row[1 + 4 * j:] = driven.ravel()
         self._count[0] = k + 1
 
-    def append_flat(self, entry: list[float]) -> None:
-        """One entry as a flat list: t, then theta, speed and driven (joints,
-        2) row by row, as :meth:`append` writes them (one copy, no arrays)."""
+    def append_modules(self, t: float, modules: Sequence[JointModule]) -> None:
+        """One entry read from joint modules (their ``motor_angles``,
+        ``motor_speeds`` and ``motors_driven``), the row :meth:`append` writes
+        from their arrays, in one copy."""
+        entry: list[float] = [t]
+        for m in modules:
+            entry += m.motor_angles
+        for m in modules:
+            entry += m.motor_speeds
+        for m in modules:
+            entry += m.motors_driven
         k = self.written
         self._rows[k % self.capacity] = entry
         self._count[0] = k + 1
@@ -362,18 +370,10 @@ class PhysicsProcess:
         self.record.append(t, theta, speed, driven)
 
     def note_modules(self, t: float, modules: Sequence[JointModule]) -> None:
-        """:meth:`note_motors` read from joint modules (their ``motor_angles``,
-        ``motor_speeds`` and ``motors_driven``): what the modules' process
-        does after every tick, in one copy."""
+        """:meth:`note_motors` read from joint modules: what the modules'
+        process does after every tick (:meth:`MotorRecord.append_modules`)."""
         assert self.record is not None
-        entry: list[float] = [t]
-        for m in modules:
-            entry += m.motor_angles
-        for m in modules:
-            entry += m.motor_speeds
-        for m in modules:
-            entry += m.motors_driven
-        self.record.append_flat(entry)
+        self.record.append_modules(t, modules)
 
     def updates(self) -> list[PhysicsUpdate]:
         out = []
