@@ -2,29 +2,45 @@
 
 python-can 4.6.1's ``slcanBus._read`` takes the serial line one byte per
 ``read(1)`` call (upstream issue #2027, fixed on its main branch by #2028 and
-not released yet). Over ``socket://`` each byte costs several system calls,
-so the ten STATE replies to a SYNC (22 bytes each) and the adapter's
-acknowledgements took about 5 ms to read: half the simulated rig's measured
-SYNC->STATE time. :class:`BulkSlcanBus` reads everything the line holds at
-once and hands out one message per call, the rest of python-can's slcan
-(commands, parsing, sending) unchanged; a ``recv(0)`` with nothing waiting
-returns at once instead of waiting out the port's 1 ms read timeout (which
-every read of a burst ended with). Drop it once a release has the fix.
+not released yet). Each byte costs several system calls, and over
+``socket://`` even a loop on ``in_waiting`` reads byte by byte: pyserial's
+socket port reports 1 while anything is waiting (it selects, it cannot
+count). The ten STATE replies to a SYNC and the adapter's acknowledgements
+(about 300 bytes) then took 6-17 ms of the trial runner's loop, which the
+runner counted in its SYNC->STATE times.
+
+:class:`BulkSlcanBus` opens the port non-blocking (pyserial's ``timeout=0``:
+a read returns at once with what the line holds, up to the size asked),
+waits for data itself with ``select`` on the port's descriptor, and takes
+everything waiting in one read; it hands out one message per call, the rest
+of python-can's slcan (commands, parsing, sending) unchanged. A ``recv(0)``
+with nothing waiting returns at once. Drop it once a python-can release reads
+in bulk.
 """
 
 from __future__ import annotations
+
+import select
+from typing import Any
 
 import serial
 from can.exceptions import error_check
 from can.interfaces.slcan import slcanBus
 
-__all__ = ["BulkSlcanBus"]
+__all__ = ["BulkSlcanBus", "READ_SIZE"]
 
 _TERMINATORS = (0x0D, 0x07)     # CR ends a message, BEL an error answer
+
+READ_SIZE = 65536
+"""Bytes asked of one read: more than a line holds between two reads."""
 
 
 class BulkSlcanBus(slcanBus):
     """``slcanBus`` with a ``_read`` that takes all waiting bytes at once."""
+
+    def __init__(self, channel: str, **kwargs: Any) -> None:
+        kwargs["timeout"] = 0.0     # non-blocking reads; _read waits on the descriptor
+        super().__init__(channel, **kwargs)
 
     def _take(self) -> str | None:
         """The first complete message in the buffer, with its terminator."""
@@ -45,14 +61,13 @@ class BulkSlcanBus(slcanBus):
         port = self.serialPortOrig
         with error_check("Could not read from serial device"):
             while True:
-                waiting = port.in_waiting
-                if waiting == 0 and deadline.expired():
-                    return None      # recv(0): nothing more now, no 1 ms read to wait
-                chunk = port.read(waiting if waiting > 0 else 1)
+                chunk = port.read(READ_SIZE)     # what the line holds, at once
                 if chunk:
                     self._buffer.extend(chunk)
                     done = self._take()
                     if done is not None:
                         return done
+                    continue                     # part of a message: more may be there
                 if deadline.expired():
-                    return None
+                    return None                  # recv(0): nothing more now
+                select.select([port.fileno()], [], [], deadline.time_left())

@@ -101,3 +101,40 @@ def test_bulk_slcan_reads_frames_split_anywhere_and_answers_in_order():
         done.set()
         bus.shutdown()
         server.close()
+
+
+def test_bulk_slcan_takes_a_burst_in_one_read():
+    """Ten STATE replies waiting on a socket:// line are taken by the first
+    recv (the line is empty after it), not a byte a call; the other nine come
+    from the bus's buffer; recv(0) with nothing waiting returns None at once."""
+    import select
+    import socket
+
+    import can
+
+    from aiko.drivers.slcan_bulk import BulkSlcanBus
+
+    frames = [can.Message(arbitration_id=0x180 + n, data=bytes([n] * 8), is_extended_id=False)
+              for n in range(1, 11)]
+    server = socket.create_server(("127.0.0.1", 0))
+    bus = BulkSlcanBus(f"socket://127.0.0.1:{server.getsockname()[1]}", sleep_after_open=0)
+    conn, _ = server.accept()
+    try:
+        conn.settimeout(1.0)
+        conn.recv(1 << 16)                         # the bus's opening commands
+        conn.sendall(b"".join(format_frame(m) for m in frames))
+        fd = bus.fileno()
+        assert select.select([fd], [], [], 1.0)[0]
+        time.sleep(0.05)                           # the whole burst has arrived
+        first = bus.recv(0)
+        assert first is not None and first.arbitration_id == 0x181
+        assert not select.select([fd], [], [], 0)[0]   # nothing left on the line
+        rest = [bus.recv(0) for _ in range(9)]
+        assert [m.arbitration_id for m in rest if m is not None] == list(range(0x182, 0x18B))
+        t0 = time.perf_counter()
+        assert bus.recv(0) is None
+        assert time.perf_counter() - t0 < 0.5
+    finally:
+        conn.close()
+        bus.shutdown()
+        server.close()
