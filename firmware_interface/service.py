@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import can
 
+from .bus_reader import BusReader
 from .codec import encode
 from .delays import DelayHistogram
 from .emulator import JointModule, Outgoing
@@ -95,7 +96,7 @@ class EmulatedJoints:
         """Power the modules up and serve the bus until cancelled."""
         loop = asyncio.get_running_loop()
         reader = can.AsyncBufferedReader()
-        notifier = can.Notifier(self.bus, [reader], loop=loop)
+        notifier = BusReader(self.bus, [reader], loop)
         try:
             now = self.clock()
             for m in self.modules:

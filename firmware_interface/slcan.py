@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import can
 
+from .bus_reader import BusReader
+
 __all__ = ["SlcanCommand", "parse_command", "format_frame", "SlcanAdapter", "SlcanError"]
 
 log = logging.getLogger(__name__)
@@ -130,12 +132,12 @@ class SlcanAdapter:
         self._open = False
         self._listen_only = False
         self._reader = can.AsyncBufferedReader()
-        self._notifier: can.Notifier | None = None
+        self._notifier: BusReader | None = None
         self._pump: asyncio.Task | None = None
 
     async def __aenter__(self) -> SlcanAdapter:
         loop = asyncio.get_running_loop()
-        self._notifier = can.Notifier(self.bus, [self._reader], loop=loop)
+        self._notifier = BusReader(self.bus, [self._reader], loop)
         self._server = await asyncio.start_server(self._serve, self.host, self.requested_port)
         self.port = self._server.sockets[0].getsockname()[1]
         self._pump = asyncio.create_task(self._bus_to_client(), name="slcan-bus-to-client")
@@ -163,11 +165,13 @@ class SlcanAdapter:
 
     async def _bus_to_client(self) -> None:
         while True:
-            msg = await self._reader.get_message()
+            msgs = [await self._reader.get_message()]
+            while not self._reader.buffer.empty():     # all that came at once: one write
+                msgs.append(self._reader.buffer.get_nowait())
             w = self._client
             if w is not None and self._open and not w.is_closing():
-                w.write(format_frame(msg))
-                self.frames_out += 1
+                w.write(b"".join(format_frame(m) for m in msgs))
+                self.frames_out += len(msgs)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._client is not None:  # the port is taken
@@ -178,7 +182,7 @@ class SlcanAdapter:
         buf = b""
         try:
             while True:
-                chunk = await reader.read(256)
+                chunk = await reader.read(4096)
                 if not chunk:
                     break
                 buf += chunk

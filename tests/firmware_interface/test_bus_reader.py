@@ -1,0 +1,95 @@
+"""The bus reader hands every waiting frame over at one wake-up of the loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import can
+
+from aiko.firmware_interface.bus_reader import BusReader
+from aiko.firmware_interface.loop_bus import LoopBus
+
+
+class _Counting(can.Listener):
+    """Frames received, and at which of the loop's callbacks."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[int, int]] = []
+        self.errors: list[Exception] = []
+        self.wakeup = 0
+
+    def on_message_received(self, msg: can.Message) -> None:
+        self.frames.append((self.wakeup, msg.arbitration_id))
+
+    def on_error(self, exc: Exception) -> None:
+        self.errors.append(exc)
+
+
+def test_eleven_frames_sent_at_once_arrive_at_one_wake_up_in_order():
+    async def main():
+        loop = asyncio.get_running_loop()
+        a, b = LoopBus("reader-test"), LoopBus("reader-test")
+        got = _Counting()
+        reader = BusReader(b, [got], loop)
+        try:
+            for i in range(11):
+                a.send(can.Message(arbitration_id=0x201 + i, data=bytes(8), is_extended_id=False))
+            got.wakeup = 1
+            for _ in range(5):
+                await asyncio.sleep(0)
+                got.wakeup += 1
+            return got.frames
+        finally:
+            reader.stop()
+            a.shutdown()
+            b.shutdown()
+
+    frames = asyncio.run(main())
+    assert [f[1] for f in frames] == [0x201 + i for i in range(11)]
+    assert len({f[0] for f in frames}) == 1          # one callback took all eleven
+
+
+def test_a_bus_without_a_descriptor_is_read_by_a_notifier_thread():
+    async def main():
+        loop = asyncio.get_running_loop()
+        a = can.Bus(interface="virtual", channel="reader-virtual", ignore_config=True)
+        b = can.Bus(interface="virtual", channel="reader-virtual", ignore_config=True)
+        inbox = can.AsyncBufferedReader()
+        reader = BusReader(b, [inbox], loop)
+        try:
+            a.send(can.Message(arbitration_id=0x123, data=b"\x01", is_extended_id=False))
+            async with asyncio.timeout(2.0):
+                msg = await inbox.get_message()
+            return msg.arbitration_id
+        finally:
+            reader.stop()
+            a.shutdown()
+            b.shutdown()
+
+    assert asyncio.run(main()) == 0x123
+
+
+def test_a_failed_read_stops_reading_and_tells_the_listeners():
+    async def main():
+        loop = asyncio.get_running_loop()
+        a, b = LoopBus("reader-fail"), LoopBus("reader-fail")
+        got = _Counting()
+        reader = BusReader(b, [got], loop)
+
+        def broken(timeout=None):
+            raise can.CanOperationError("the adapter went away")
+
+        b.recv = broken                                   # type: ignore[method-assign]
+        try:
+            a.send(can.Message(arbitration_id=0x80, data=b"\x00", is_extended_id=False))
+            for _ in range(5):
+                await asyncio.sleep(0)
+            return got.errors, reader._fd
+        finally:
+            reader.stop()
+            a.shutdown()
+            b.shutdown()
+
+    errors, fd = asyncio.run(main())
+    assert len(errors) == 1 and "went away" in str(errors[0])
+    assert fd == -1
