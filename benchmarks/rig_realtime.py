@@ -9,7 +9,8 @@ several runs each, with what the trial summary reports:
 
 Per run: SYNC->STATE p50/p99/max (the runner's round trips, one per STATE),
 the physics' lag p99/max and late updates (> 10 ms) as the simulated Aiko
-reports them, late periods, and the CPU seconds of each process (sampled from
+reports them, the parallel model's lag max (ms, as the summary gives it in
+0.01 s), late periods, and the CPU seconds of each process (sampled from
 /proc every 0.5 s: the runner, the simulated Aiko's modules and its physics
 process, the parallel model).
 ``--compare DIR`` runs every run a second time with DIR on PYTHONPATH first
@@ -38,6 +39,7 @@ _PATTERNS = {
     "lag": r"physics lag max ([\d.]+) ms(?:, p99 ([\d.]+) ms)?, (\d+) late updates",
     "periods": r"(\d+) periods, (\d+) late, (\d+) missed",
     "answer": r"SYNC->STATE on its bus p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms",
+    "model": r"parallel model: \d+ samples, lag max ([\d.]+) s",
 }
 
 
@@ -107,6 +109,8 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
         row.update(periods=int(m[1]), late_periods=int(m[2]), missed=int(m[3]))
     if m := re.search(_PATTERNS["answer"], text):
         row.update(rig_p50=float(m[1]), rig_p99=float(m[2]), rig_max=float(m[3]))
+    if m := re.search(_PATTERNS["model"], text):
+        row.update(model_lag_max=1000.0 * float(m[1]))
     for role, c in cpu.values():
         row[f"cpu {role}"] = row.get(f"cpu {role}", 0.0) + c
     if proc.returncode != 0:
@@ -115,6 +119,7 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
 
 
 COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "rig_p50", "rig_p99", "rig_max", "lag_p99", "lag_max", "late_updates",
+           "model_lag_max",
            "late_periods", "cpu runner", "cpu simulated Aiko", "cpu physics",
            "cpu parallel model")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import select
 from typing import Any
 
+import can
 import serial
 from can.exceptions import error_check
 from can.interfaces.slcan import slcanBus
@@ -41,6 +42,23 @@ class BulkSlcanBus(slcanBus):
     def __init__(self, channel: str, **kwargs: Any) -> None:
         kwargs["timeout"] = 0.0     # non-blocking reads; _read waits on the descriptor
         super().__init__(channel, **kwargs)
+
+    def _has_line(self) -> bool:
+        buf = self._buffer
+        return any(buf.find(t) >= 0 for t in _TERMINATORS)
+
+    def _recv_internal(self, timeout: float | None) -> tuple[can.Message | None, bool]:
+        """python-can's, but an answer that is no frame (the adapter's ``z``
+        acknowledging a sent frame) does not end the call while a whole line
+        waits in the buffer: a reader that stops at the first None once the
+        descriptor is drained would leave the frames read with the
+        acknowledgement in the buffer until the line's next bytes (the next
+        period's acknowledgements, 100 ms later)."""
+        while True:
+            msg, filtered = super()._recv_internal(timeout)
+            if msg is not None or not self._has_line():
+                return msg, filtered
+            timeout = 0.0
 
     def _take(self) -> str | None:
         """The first complete message in the buffer, with its terminator."""

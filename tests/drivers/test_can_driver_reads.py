@@ -138,3 +138,34 @@ def test_bulk_slcan_takes_a_burst_in_one_read():
         conn.close()
         bus.shutdown()
         server.close()
+
+
+def test_bulk_slcan_hands_out_frames_read_with_an_acknowledgement():
+    """The adapter's ``z`` acknowledgements and the STATE replies arrive in one
+    read: recv(0) gives the frames (not None for the acknowledgement, which
+    left them in the buffer until the line's next bytes, a period later)."""
+    import select
+    import socket
+
+    import can
+
+    from aiko.drivers.slcan_bulk import BulkSlcanBus
+
+    frames = [can.Message(arbitration_id=0x180 + n, data=bytes([n] * 8), is_extended_id=False)
+              for n in range(1, 4)]
+    server = socket.create_server(("127.0.0.1", 0))
+    bus = BulkSlcanBus(f"socket://127.0.0.1:{server.getsockname()[1]}", sleep_after_open=0)
+    conn, _ = server.accept()
+    try:
+        conn.settimeout(1.0)
+        conn.recv(1 << 16)                         # the bus's opening commands
+        conn.sendall(b"z\rz\r" + b"".join(format_frame(m) for m in frames))
+        assert select.select([bus.fileno()], [], [], 1.0)[0]
+        time.sleep(0.05)
+        got = [bus.recv(0) for _ in frames]
+        assert [m.arbitration_id if m is not None else None for m in got] == [0x181, 0x182, 0x183]
+        assert bus.recv(0) is None
+    finally:
+        conn.close()
+        bus.shutdown()
+        server.close()

@@ -135,13 +135,14 @@ def test_aiko_run_on_the_simulated_rig_records_a_whole_experiment(realistic_tria
 def test_the_simulated_aiko_keeps_time_within_loose_bounds(realistic_trial):
     run, out = realistic_trial
     data = read_trial(out)
-    # with bounds loose enough for a loaded 2-core machine: the
-    # runner's SYNC->STATE p99 measured 20-50 ms with nothing else running,
-    # the simulated Aiko's own answer p99 5-10 ms (docs/performance.md)
+    # with bounds loose enough for a loaded 2-core machine, three times the
+    # worst single 15 s run measured with nothing else running: the runner's
+    # SYNC->STATE p99 4-24 ms, the simulated Aiko's own answer p99 2-8 ms
+    # (docs/performance.md, "The runner's reads, and the machine's floor")
     rtt = re.search(r"SYNC->STATE p50 ([\d.]+) ms, p99 ([\d.]+) ms", run.stdout)
     rig = re.search(r"SYNC->STATE on its bus p50 ([\d.]+) ms, p99 ([\d.]+) ms", run.stdout)
     assert rtt and rig, run.stdout
-    assert float(rtt[2]) < 150.0 and float(rig[2]) < 50.0, (rtt[0], rig[0])
+    assert float(rtt[2]) < 75.0 and float(rig[2]) < 25.0, (rtt[0], rig[0])
     (_, prio), = data.events("priority")
     assert prio["data"]["runner"].startswith(("real-time", "normal"))
 
