@@ -103,69 +103,71 @@ def test_bulk_slcan_reads_frames_split_anywhere_and_answers_in_order():
         server.close()
 
 
+
+def _states(n: int) -> list:
+    import can
+    return [can.Message(arbitration_id=0x180 + k, data=bytes([k] * 8), is_extended_id=False)
+            for k in range(1, n + 1)]
+
+
+def _bulk_bus_receiving(payload: bytes):
+    """A BulkSlcanBus on socket:// whose line holds ``payload`` (arrived in
+    full): (bus, closer)."""
+    import select
+    import socket
+
+    from aiko.drivers.slcan_bulk import BulkSlcanBus
+
+    server = socket.create_server(("127.0.0.1", 0))
+    bus = BulkSlcanBus(f"socket://127.0.0.1:{server.getsockname()[1]}", sleep_after_open=0)
+    conn, _ = server.accept()
+
+    def close() -> None:
+        conn.close()
+        bus.shutdown()
+        server.close()
+
+    try:
+        conn.settimeout(1.0)
+        conn.recv(1 << 16)                         # the bus's opening commands
+        conn.sendall(payload)
+        assert select.select([bus.fileno()], [], [], 1.0)[0]
+        time.sleep(0.05)                           # all of it has arrived
+    except BaseException:
+        close()
+        raise
+    return bus, close
+
+
 def test_bulk_slcan_takes_a_burst_in_one_read():
     """Ten STATE replies waiting on a socket:// line are taken by the first
     recv (the line is empty after it), not a byte a call; the other nine come
     from the bus's buffer; recv(0) with nothing waiting returns None at once."""
     import select
-    import socket
 
-    import can
-
-    from aiko.drivers.slcan_bulk import BulkSlcanBus
-
-    frames = [can.Message(arbitration_id=0x180 + n, data=bytes([n] * 8), is_extended_id=False)
-              for n in range(1, 11)]
-    server = socket.create_server(("127.0.0.1", 0))
-    bus = BulkSlcanBus(f"socket://127.0.0.1:{server.getsockname()[1]}", sleep_after_open=0)
-    conn, _ = server.accept()
+    bus, close = _bulk_bus_receiving(b"".join(format_frame(m) for m in _states(10)))
     try:
-        conn.settimeout(1.0)
-        conn.recv(1 << 16)                         # the bus's opening commands
-        conn.sendall(b"".join(format_frame(m) for m in frames))
-        fd = bus.fileno()
-        assert select.select([fd], [], [], 1.0)[0]
-        time.sleep(0.05)                           # the whole burst has arrived
         first = bus.recv(0)
         assert first is not None and first.arbitration_id == 0x181
-        assert not select.select([fd], [], [], 0)[0]   # nothing left on the line
+        assert not select.select([bus.fileno()], [], [], 0)[0]   # nothing left on the line
         rest = [bus.recv(0) for _ in range(9)]
         assert [m.arbitration_id for m in rest if m is not None] == list(range(0x182, 0x18B))
         t0 = time.perf_counter()
         assert bus.recv(0) is None
         assert time.perf_counter() - t0 < 0.5
     finally:
-        conn.close()
-        bus.shutdown()
-        server.close()
+        close()
 
 
 def test_bulk_slcan_hands_out_frames_read_with_an_acknowledgement():
     """The adapter's ``z`` acknowledgements and the STATE replies arrive in one
     read: recv(0) gives the frames (not None for the acknowledgement, which
     left them in the buffer until the line's next bytes, a period later)."""
-    import select
-    import socket
-
-    import can
-
-    from aiko.drivers.slcan_bulk import BulkSlcanBus
-
-    frames = [can.Message(arbitration_id=0x180 + n, data=bytes([n] * 8), is_extended_id=False)
-              for n in range(1, 4)]
-    server = socket.create_server(("127.0.0.1", 0))
-    bus = BulkSlcanBus(f"socket://127.0.0.1:{server.getsockname()[1]}", sleep_after_open=0)
-    conn, _ = server.accept()
+    frames = _states(3)
+    bus, close = _bulk_bus_receiving(b"z\rz\r" + b"".join(format_frame(m) for m in frames))
     try:
-        conn.settimeout(1.0)
-        conn.recv(1 << 16)                         # the bus's opening commands
-        conn.sendall(b"z\rz\r" + b"".join(format_frame(m) for m in frames))
-        assert select.select([bus.fileno()], [], [], 1.0)[0]
-        time.sleep(0.05)
         got = [bus.recv(0) for _ in frames]
         assert [m.arbitration_id if m is not None else None for m in got] == [0x181, 0x182, 0x183]
         assert bus.recv(0) is None
     finally:
-        conn.close()
-        bus.shutdown()
-        server.close()
+        close()
