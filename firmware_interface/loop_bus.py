@@ -6,8 +6,8 @@ threads, and each crossing waits for the GIL. :class:`LoopBus` has a file
 descriptor per end (an eventfd counting the frames waiting), so a reader on
 the loop (:class:`~aiko.firmware_interface.bus_reader.BusReader`, or
 python-can's :class:`can.Notifier` given the loop) watches it with
-``add_reader`` and the whole path runs on the loop. Every end of a channel receives what the others
-send (not its own frames), in order, as on a bus.
+``add_reader`` and the whole path runs on the loop. Every end of a channel
+receives what the others send (not its own frames), in order, as on a bus.
 
 Linux only (eventfd), like the simulated rig's other parts.
 """
