@@ -26,13 +26,14 @@
   without a timeout; a frame is counted failed only when it was not written.
 * Every transmitted frame is handed to ``on_tx`` (the log), since most interfaces
   do not echo own frames.
-* A bus with a file descriptor (socketcan, slcan) is read inside the loop by the
-  driver itself; python-can's Notifier does the same but lets a read error
-  escape into the loop's exception handler, again on every iteration once the
-  descriptor reports end of file (an slcan adapter that went away). Here a
-  failed read is counted (``rx_errors``), kept in ``failure`` and stops the
-  reading; the supervisor then sees the nodes fall silent. Buses without one
-  (virtual) are read by a Notifier thread.
+* A bus with a file descriptor (socketcan, slcan) is read inside the loop
+  (:class:`~aiko.firmware_interface.bus_reader.BusReader`: everything waiting
+  at each wake-up); python-can's Notifier reads one frame a loop iteration and
+  lets a read error escape into the loop's exception handler, again on every
+  iteration once the descriptor reports end of file (an slcan adapter that
+  went away). Here a failed read is counted (``rx_errors``), kept in
+  ``failure`` and stops the reading; the supervisor then sees the nodes fall
+  silent. Buses without one (virtual) are read by a Notifier thread.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Any
 
 import can
 
+from aiko.firmware_interface.bus_reader import BusReader, bus_fileno
 from aiko.model.errors import AikoError
 
 __all__ = ["CanDriver", "RxFrame", "CanDriverError", "CanCounters", "check_interface"]
@@ -121,18 +123,6 @@ _PYSERIAL_MODULES = ("can.interfaces.slcan", "aiko.drivers.slcan_bulk",
                      "can.interfaces.robotell", "can.interfaces.seeedstudio.seeedstudio")
 
 
-def _fileno(bus: can.BusABC) -> int:
-    try:
-        return bus.fileno()
-    except (NotImplementedError, AttributeError, OSError, ValueError):
-        return -1
-
-
-_MAX_READS = 10_000
-"""recv calls one readable descriptor may get in one go (a few hundred frames
-over slcan, byte by byte); then the loop runs its other work."""
-
-
 class CanDriver:
     """An asyncio face of one python-can bus (see the module docstring)."""
 
@@ -147,11 +137,9 @@ class CanDriver:
         self.counters = CanCounters()
         self.failure: Exception | None = None
         self._owns_bus = owns_bus
-        self._notifier: can.Notifier | None = None
-        self._fd: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reader: BusReader | None = None
         # pyserial-based: wait for the descriptor ourselves, write untimed
-        self._write_fd = (_fileno(bus) if type(bus).__module__ in _PYSERIAL_MODULES else -1)
+        self._write_fd = (bus_fileno(bus) if type(bus).__module__ in _PYSERIAL_MODULES else -1)
 
     @classmethod
     def open(cls, interface: str, channel: str, clock, bitrate: int | None = None,
@@ -176,44 +164,12 @@ class CanDriver:
 
     async def __aenter__(self) -> CanDriver:
         loop = asyncio.get_running_loop()
-        bridge = _Bridge(self, loop)
-        fd = _fileno(self.bus)
-        if fd >= 0:
-            self._fd, self._loop = fd, loop
-            loop.add_reader(fd, self._readable, bridge)
-        else:
-            self._notifier = can.Notifier(self.bus, [bridge], timeout=0.05, loop=loop)
+        self._reader = BusReader(self.bus, [_Bridge(self, loop)], loop, timeout=0.05)
         return self
 
-    def _readable(self, bridge: _Bridge) -> None:
-        """Read every frame the descriptor holds. A ``recv(0)`` that returns
-        None does not mean nothing is left: an interface may return after part
-        of a frame (python-can's own slcan reads one byte a call; ours,
-        :class:`~aiko.drivers.slcan_bulk.BulkSlcanBus`, what the line holds,
-        which can end inside a frame). Reading goes on while the descriptor
-        is readable, at most :data:`_MAX_READS` calls, so no loop iteration
-        waits."""
-        fd = self._fd
-        try:
-            for _ in range(_MAX_READS):
-                msg = self.bus.recv(0)
-                if msg is not None:
-                    bridge.on_message_received(msg)
-                elif fd is None or not select.select([fd], [], [], 0)[0]:
-                    break
-        except (can.CanError, OSError, ValueError) as exc:
-            self._stop_reading()
-            bridge.on_error(exc)
-
-    def _stop_reading(self) -> None:
-        if self._fd is not None and self._loop is not None:
-            self._loop.remove_reader(self._fd)
-            self._fd = None
-
     async def __aexit__(self, *exc) -> None:
-        self._stop_reading()
-        if self._notifier is not None:
-            self._notifier.stop()  # before the bus goes
+        if self._reader is not None:
+            self._reader.stop()  # before the bus goes
         if self._owns_bus:
             try:  # in a thread: pyserial's socket:// close sleeps 0.3 s, the loop must not
                 await asyncio.to_thread(self.bus.shutdown)

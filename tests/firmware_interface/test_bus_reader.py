@@ -70,11 +70,16 @@ def test_a_bus_without_a_descriptor_is_read_by_a_notifier_thread():
 
 
 def test_a_failed_read_stops_reading_and_tells_the_listeners():
+    """The error goes to the listeners that handle errors; one that does not
+    (python-can's AsyncBufferedReader raises NotImplementedError) is passed
+    over, and nothing reaches the loop's exception handler."""
     async def main():
         loop = asyncio.get_running_loop()
+        escaped: list[dict] = []
+        loop.set_exception_handler(lambda _loop, context: escaped.append(context))
         a, b = LoopBus("reader-fail"), LoopBus("reader-fail")
         got = _Counting()
-        reader = BusReader(b, [got], loop)
+        reader = BusReader(b, [can.AsyncBufferedReader(), got], loop)
 
         def broken(timeout=None):
             raise can.CanOperationError("the adapter went away")
@@ -84,12 +89,13 @@ def test_a_failed_read_stops_reading_and_tells_the_listeners():
             a.send(can.Message(arbitration_id=0x80, data=b"\x00", is_extended_id=False))
             for _ in range(5):
                 await asyncio.sleep(0)
-            return got.errors, reader._fd
+            return got.errors, reader._fd, escaped
         finally:
             reader.stop()
             a.shutdown()
             b.shutdown()
 
-    errors, fd = asyncio.run(main())
+    errors, fd, escaped = asyncio.run(main())
     assert len(errors) == 1 and "went away" in str(errors[0])
     assert fd == -1
+    assert escaped == []
