@@ -36,7 +36,7 @@ BURN = "import itertools\nfor _ in itertools.count():\n    pass\n"
 PRESETS = ("sidewinding", "lateral-undulation", "lateral-undulation-orthotropic")
 _PATTERNS = {
     "rtt": r"SYNC->STATE p50 ([\d.]+) ms, p99 ([\d.]+) ms(?:, max ([\d.]+) ms)?",
-    "lag": r"physics lag max ([\d.]+) ms(?:, p99 ([\d.]+) ms)?, (\d+) late updates",
+    "lag": r"physics lag max ([\d.]+) ms(?:, p99 ([\d.]+) ms)?(?:, p50 ([\d.]+) ms)?, (\d+) late updates",
     "periods": r"(\d+) periods, (\d+) late, (\d+) missed",
     "answer": r"SYNC->STATE on its bus p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms",
     "model": r"parallel model: \d+ samples, lag max ([\d.]+) s",
@@ -104,7 +104,7 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
                    rtt_max=float(m[3]) if m[3] else float("nan"))
     if m := re.search(_PATTERNS["lag"], text):
         row.update(lag_max=float(m[1]), lag_p99=float(m[2]) if m[2] else float("nan"),
-                   late_updates=int(m[3]))
+                   lag_p50=float(m[3]) if m[3] else float("nan"), late_updates=int(m[4]))
     if m := re.search(_PATTERNS["periods"], text):
         row.update(periods=int(m[1]), late_periods=int(m[2]), missed=int(m[3]))
     if m := re.search(_PATTERNS["answer"], text):
@@ -118,7 +118,7 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
     return row
 
 
-COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "rig_p50", "rig_p99", "rig_max", "lag_p99", "lag_max", "late_updates",
+COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "rig_p50", "rig_p99", "rig_max", "lag_p50", "lag_p99", "lag_max", "late_updates",
            "model_lag_max",
            "late_periods", "cpu runner", "cpu simulated Aiko", "cpu physics",
            "cpu parallel model")

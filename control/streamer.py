@@ -28,19 +28,26 @@ from __future__ import annotations
 
 import logging
 import math
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from aiko.firmware_interface.codec import JointState, Ref, Sync, encode
+from aiko.firmware_interface.delays import DelayHistogram
 
 from .gait import JOINT_LIMIT, Gait, references, soft_start_times
 from .ramp import RAMP_TOLERANCE, ramp_duration, ramp_peak_speed, ramp_references
 from .supervisor import TrialFault
 
-__all__ = ["ReferenceStreamer", "StreamStats", "PeriodRecord", "RampReport"]
+__all__ = ["ReferenceStreamer", "StreamStats", "PeriodRecord", "RampReport", "TIMING_BIN",
+           "TIMING_BINS"]
+
+TIMING_BIN = 50e-6
+TIMING_BINS = 20_000
+"""The period jitter and the SYNC->STATE round trips go into histograms of
+0.05 ms bins up to 1 s (the last bin holds anything longer; the maximum is
+kept exactly): a trial of any length keeps 160 kB each, not every value."""
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +77,11 @@ class StreamStats:
     send_failures: int = 0
     states_matched: int = 0
     states_unmatched: int = 0
-    # compact (8 bytes a value, not a Python float's 32): a long trial keeps
-    # every period's jitter and every STATE's round trip
-    jitter: array = field(default_factory=lambda: array("d"))       # send - deadline, s
-    round_trips: array = field(default_factory=lambda: array("d"))  # SYNC to STATE, s
+    # send - deadline of every period, s
+    jitter: DelayHistogram = field(default_factory=lambda: DelayHistogram(TIMING_BIN, TIMING_BINS))
+    # SYNC to STATE of every matched reply, s
+    round_trips: DelayHistogram = field(
+        default_factory=lambda: DelayHistogram(TIMING_BIN, TIMING_BINS))
 
 
 @dataclass(frozen=True)
@@ -181,7 +189,7 @@ class ReferenceStreamer:
             ok &= self.can_io.send(*encode(Ref(node, float(r[0]), float(r[1]), float(r[2]),
                                                float(r[3]))))
         counter = self._sync(ok)
-        self.stats.jitter.append(sent - deadline)
+        self.stats.jitter.add(sent - deadline)
         rec = PeriodRecord(k, t_gait, deadline, sent, counter, np.asarray(refs), phase, offset)
         self.last = rec
         self.on_period(rec)
@@ -212,7 +220,7 @@ class ReferenceStreamer:
         pend[1].discard(frame.node)
         self._replies[frame.sync_echo][frame.node] = frame
         self.stats.states_matched += 1
-        self.stats.round_trips.append(t - pend[0])
+        self.stats.round_trips.add(t - pend[0])
 
     def replies(self, counter: int) -> dict[int, JointState]:
         """The STATE replies received so far to the SYNC with ``counter``."""
@@ -250,7 +258,7 @@ class ReferenceStreamer:
                                      f"{', '.join(map(str, missing))} did not answer SYNC with "
                                      f"STATE within {timeout:g} s")
             counter = self._sync()
-            self.stats.jitter.append(self.clock.now() - tick[1])
+            self.stats.jitter.add(self.clock.now() - tick[1])
 
     async def ramp_to(self, goal: np.ndarray, *, start: np.ndarray | None = None,
                       duration: float | None = None, speed: float,

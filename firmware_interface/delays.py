@@ -1,6 +1,7 @@
 """A histogram of delays (s) in fixed bins, for percentiles of long runs
 without keeping every sample: the emulated modules' answer times, the
-simulated Aiko's physics lag."""
+simulated Aiko's physics lag, the trial's SYNC->STATE round trips and period
+jitter. Its memory is fixed however long the run."""
 
 from __future__ import annotations
 
@@ -23,10 +24,15 @@ class DelayHistogram:
         if delay > self.max:
             self.max = delay
 
+    @property
+    def count(self) -> int:
+        """How many delays were added."""
+        return int(self.counts.sum())
+
     def percentile(self, q: float) -> float | None:
         """The q-th percentile, s: the upper edge of its bin; None before the
         first delay."""
-        total = int(self.counts.sum())
+        total = self.count
         if total == 0:
             return None
         k = int(np.searchsorted(np.cumsum(self.counts), q / 100.0 * total))

@@ -389,11 +389,12 @@ def _print_rig(result, report) -> None:
         x, y, z = result.last_link6
         print(f"link 6 last seen at ({x:+.4f}, {y:+.4f}, {z:+.4f}) m")
     if report.plant.get("max_lag_ms") is not None:
-        p99 = report.plant.get("lag_p99_ms")
+        p99, p50 = report.plant.get("lag_p99_ms"), report.plant.get("lag_p50_ms")
         held = report.plant.get("mocap_held") or 0
         due = held + (report.plant.get("mocap_frames") or 0)
         print(f"simulated Aiko: physics lag max {report.plant['max_lag_ms']:.1f} ms"
               + (f", p99 {p99:.1f} ms" if p99 is not None else "")
+              + (f", p50 {p50:.1f} ms" if p50 is not None else "")
               + f", {report.plant.get('late_updates', 0)} late updates (> 10 ms)"
               + (f", {held} of {due} mocap frames held back (physics behind)" if held else ""))
     if report.plant.get("answer_p99_ms") is not None:

@@ -203,7 +203,8 @@ class SimulatedRig:
             out.update(physics_t=last.t if last else 0.0, steps=last.steps if last else 0,
                        unconverged=last.unconverged if last else 0,
                        late_updates=self.late_updates, max_lag_ms=1000.0 * self.lag.max,
-                       lag_p99_ms=self.lag_percentile(99), physics_pid=self.physics.pid)
+                       lag_p50_ms=self.lag_percentile(50), lag_p99_ms=self.lag_percentile(99),
+                       physics_pid=self.physics.pid)
         out["cpu_s"] = time.process_time()
         if self.sender is not None and self.view is not None:
             out.update(mocap_frames=self.sender.sent, mocap_held=self.view.held)

@@ -365,13 +365,14 @@ def _result(reason: str, fault: TrialFault | None, parts: _TrialParts, duration:
 
 
 def jitter_summary(stats: StreamStats) -> dict:
-    j = np.array(stats.jitter) * 1e3
-    rt = np.array(stats.round_trips) * 1e3
+    """The period jitter's and the SYNC->STATE round trips' p50, p99 and max,
+    ms (a percentile to its 0.05 ms bin's upper edge, the maximum exact; no
+    percentile above the maximum)."""
     out: dict[str, float] = {}
-    if j.size:
-        out.update(jitter_p50_ms=float(np.percentile(j, 50)), jitter_p99_ms=float(np.percentile(j, 99)),
-                   jitter_max_ms=float(j.max()))
-    if rt.size:
-        out.update(rtt_p50_ms=float(np.percentile(rt, 50)), rtt_p99_ms=float(np.percentile(rt, 99)),
-                   rtt_max_ms=float(rt.max()))
+    for name, h in (("jitter", stats.jitter), ("rtt", stats.round_trips)):
+        p50, p99 = h.percentile(50), h.percentile(99)
+        if p50 is not None and p99 is not None:
+            out.update({f"{name}_p50_ms": min(p50, h.max) * 1e3,
+                        f"{name}_p99_ms": min(p99, h.max) * 1e3,
+                        f"{name}_max_ms": h.max * 1e3})
     return out

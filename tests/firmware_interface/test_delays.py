@@ -18,7 +18,9 @@ def test_percentile_is_the_upper_edge_of_the_samples_bin(delays, q):
     k = np.sort(bins)[max(int(np.ceil(q / 100 * len(delays))) - 1, 0)]
     assert h.percentile(q) == 0.0005 * (k + 1)
     assert h.max == max(0.0, max(delays))
+    assert h.count == len(delays)
 
 
 def test_no_delay_no_percentile():
-    assert DelayHistogram(0.001, 10).percentile(50) is None
+    h = DelayHistogram(0.001, 10)
+    assert h.percentile(50) is None and h.count == 0

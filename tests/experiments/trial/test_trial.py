@@ -17,6 +17,7 @@ from mcap.reader import make_reader
 from aiko.control import PRESETS, references
 from aiko.control.supervisor import NodesMissingError
 from aiko.experiments.files.triallog import read_trial
+from aiko.experiments.trial.runner import jitter_summary
 from aiko.firmware_interface.codec import decode
 from aiko.firmware_interface.emulator import FaultConfig
 from aiko.firmware_interface.protocol import NmtCommand, NodeState
@@ -46,8 +47,12 @@ def test_trial_in_process_on_the_virtual_bus(tmp_path):
     # -1.7 deg, within the soft start's 3 deg; the rest straight)
     ramp = [d for _, d in data.records["/references"] if d["phase"] == "ramp"]
     assert len(ramp) == 0 and st.periods == 1 + 21 and st.missed == 0
-    assert sorted(st.jitter)[len(st.jitter) // 2] < 0.005  # exact timing: virtual-time tests
+    assert st.jitter.percentile(50) < 0.005  # exact timing: virtual-time tests
     assert st.states_matched == st.periods * 3 and st.states_unmatched == 0
+    assert st.round_trips.count == st.states_matched and st.jitter.count == st.periods
+    js = jitter_summary(st)     # what the summary prints
+    assert 0 < js["rtt_p50_ms"] <= js["rtt_p99_ms"] <= js["rtt_max_ms"]
+    assert js["rtt_max_ms"] == st.round_trips.max * 1e3 <= 1e3 * (st.round_trips.percentile(100))
     frames, groups = periods_in_tx(data)
     assert type(frames[0]).__name__ == "Nmt" and frames[0].command == NmtCommand.START
     assert len(groups) == st.periods and [type(f).__name__ for f in groups[0]] == ["Nmt", "Sync"]
