@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import logging
-from array import array
 from collections import deque
 
 import numpy as np
@@ -25,6 +24,7 @@ from aiko.control.steering import SteeringLoop
 from aiko.drivers.mocap import MocapSample
 
 from .fanout import Event, Fanout, MocapRecord, SteeringPeriod
+from .path_record import PathRecord
 
 RECENT_FRAMES = 1024
 """Frame numbers remembered to take each frame once (about 10 s at 100 Hz)."""
@@ -77,7 +77,7 @@ class Steering:
 class MocapSink:
     """Every motion-capture sample the logger takes (``sink(t, sample)``): out
     as a :class:`~aiko.experiments.trial.fanout.MocapRecord`; each fresh
-    frame's position kept (``t``, ``p``: the experiment's path) and, with
+    frame's position kept (``frames``: the experiment's path) and, with
     steering, observed. ``want_links``: look up the source's ``linkN`` objects
     for each fresh frame (steering, live views)."""
 
@@ -87,9 +87,7 @@ class MocapSink:
         self.fanout = fanout
         self.steering = steering
         self.want_links = want_links or steering is not None
-        # the path in compact arrays (a long trial keeps every fresh frame)
-        self.t = array("d")
-        self.p = array("d")                       # x, y, z of each, flat
+        self.frames = PathRecord()                # every fresh frame's position
         self._frames: set[int] = set()            # the recent frames seen
         self._recent: deque[int] = deque()
         self.last_position: tuple | None = None
@@ -103,8 +101,7 @@ class MocapSink:
             self.last_position = s.position
             if not s.stale and s.frame not in self._frames:
                 self._remember(s.frame)
-                self.t.append(s.t_receive)
-                self.p.extend(s.position)
+                self.frames.append(s.t_receive, s.position)
                 if self.steering is not None:
                     self.steering.observe(s, links)
         self.fanout.emit(MocapRecord(t, s, links))
@@ -137,6 +134,6 @@ class MocapSink:
     def path(self, since: float | None) -> tuple[np.ndarray, np.ndarray]:
         """The fresh frames' receive times (n,) and positions (n, 3) from
         ``since`` on (the gait's start; None: all)."""
-        te, pe = np.array(self.t, dtype=float), np.array(self.p, dtype=float).reshape(-1, 3)
+        te, pe = self.frames.arrays()
         keep = te >= (since if since is not None else -np.inf)
         return te[keep], pe[keep]

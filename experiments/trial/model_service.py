@@ -18,7 +18,6 @@ or the gait's start angles for the nodes that did not answer within
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable
 
 import numpy as np
@@ -29,6 +28,7 @@ from aiko.experiments.rig.alignment import start_posture
 from aiko.model import SnakeParams
 
 from .fanout import Event, Fanout, ModelSampled
+from .path_record import PathRecord
 from .services import GaitPeriods
 
 __all__ = ["ModelService", "START_STATE_WAIT"]
@@ -52,8 +52,7 @@ class ModelService:
         self.clock = clock
         self.link = link
         self.markers = markers
-        self.t = array("d")          # compact: a long trial keeps every sample
-        self.p = array("d")          # the compared link's x, y, z of each, flat
+        self.samples = PathRecord()  # the compared link's path, every sample
         model.on_sample = self.on_sample
         model.on_event = lambda kind, data: fanout.emit(Event(clock.now(), kind, data))
 
@@ -64,8 +63,7 @@ class ModelService:
 
     def on_sample(self, t: float, positions: np.ndarray, lag: float) -> None:
         p = positions[min(self.link, positions.shape[0]) - 1]
-        self.t.append(t)
-        self.p.extend(p[:3])
+        self.samples.append(t, p)
         self.fanout.emit(ModelSampled(t, positions, p, lag))
 
     async def start(self) -> None:
@@ -100,6 +98,6 @@ class ModelService:
     def path(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Its samples' times (m,) and the compared link's positions (m, 3);
         None before the first."""
-        if not self.t:
+        if not len(self.samples):
             return None
-        return np.array(self.t, dtype=float), np.array(self.p, dtype=float).reshape(-1, 3)
+        return self.samples.arrays()
