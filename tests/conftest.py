@@ -164,6 +164,24 @@ def stop(proc):
     return proc.returncode, out, err
 
 
+def wait_for_records(path, channel, count, timeout=60.0, proc=None):
+    """Wait until the trial log being written at ``path`` holds ``count``
+    records of ``channel`` (a trial under way), not a fixed time: on a loaded
+    machine a start can take seconds longer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the trial ended before {count} {channel} records")
+        if path.exists():
+            try:
+                if read_trial(path, topics=(channel,)).counts.get(channel, 0) >= count:
+                    return
+            except Exception:  # noqa: BLE001 - a file still being written
+                pass
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {count} {channel} records in {path} after {timeout} s")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -2,6 +2,7 @@
 computes in the modules' process, from the same motors."""
 
 import math
+import signal
 import time
 
 import numpy as np
@@ -157,10 +158,15 @@ def test_a_physics_process_spawned_early_starts_later_or_ends_unstarted():
         assert first.t == 0.0 and early.pid == pid
         np.testing.assert_allclose(first.positions, model.initial_state().positions)
     finally:
+        child = early._proc
         early.close()
+    assert child is not None and child.exitcode == 0      # it ended on its own when told
     unstarted = PhysicsProcess(nice=0)
     unstarted.spawn()
     proc = unstarted._proc
     unstarted.close()                       # ends the child that never got its snake
-    assert proc is not None and not proc.is_alive() and proc.exitcode == 0
+    # told to end while it loads its kernels, it ends at once if they load
+    # within close()'s wait, else it is killed (a loaded machine): gone either way
+    assert proc is not None and not proc.is_alive()
+    assert proc.exitcode in (0, -signal.SIGKILL)
     unstarted.close()                       # a second close does nothing

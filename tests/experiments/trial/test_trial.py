@@ -21,7 +21,7 @@ from aiko.experiments.trial.runner import jitter_summary
 from aiko.firmware_interface.codec import decode
 from aiko.firmware_interface.emulator import FaultConfig
 from aiko.firmware_interface.protocol import NmtCommand, NodeState
-from tests.conftest import spawn, start_emulator, stop, trial_with_emulator
+from tests.conftest import spawn, start_emulator, stop, trial_with_emulator, wait_for_records
 
 
 def periods_in_tx(data):
@@ -158,7 +158,7 @@ def test_signals_stop_safely_and_close_the_log(tmp_path, sig):
     try:
         run = spawn("run", "still", "--rig", "robot", "--can-interface", "slcan",
                     "--can-channel", channel, "--nodes", "3", "--out", str(out_file))
-        time.sleep(4.0)
+        wait_for_records(out_file, "/references", 10, proc=run)   # a second of streaming
         run.send_signal(sig)
         out, err = run.communicate(timeout=30)
     finally:
@@ -185,7 +185,8 @@ def test_kill_9_leaves_a_log_readable_to_the_last_second(tmp_path):
         run = spawn("run", "sidewinding", "--rig", "robot", "--can-interface", "slcan",
                     "--can-channel", channel,
                     "--nodes", "3", "--duration", "60", "--out", str(out_file))
-        time.sleep(5.0)
+        wait_for_records(out_file, "/references", 1, proc=run)
+        time.sleep(3.0)
         killed_at = time.time()
         run.kill()
         run.wait(timeout=10)
