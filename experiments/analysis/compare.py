@@ -270,8 +270,7 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
                fontsize=9, frameon=False)
     if metrics:
         text = (f"final error {100 * metrics['final_error_m']:.1f} cm, "
-                f"RMS {100 * metrics['rms_error_m']:.1f} cm;  "
-                + ("\n" if panel else "")
+                f"RMS {100 * metrics['rms_error_m']:.1f} cm\n"   # one line: wider than the figure
                 + f"net displacement: experiment {metrics['distance_experiment_m']:.3f} m, "
                 f"model {metrics['distance_model_m']:.3f} m "
                 f"(ratio {metrics['distance_ratio']:.2f});  "
