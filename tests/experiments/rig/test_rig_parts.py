@@ -392,7 +392,10 @@ def test_lag_percentile_reads_the_histogram():
     assert rig.lag_percentile(99) is None
     rig.lag.counts[0] = 98            # 98 updates within 0.5 ms
     rig.lag.counts[40] = 2            # 2 at 20-20.5 ms
+    rig.lag.max = 0.0204
     assert rig.lag_percentile(50) == 1000 * LAG_BIN
+    assert rig.lag_percentile(99) == pytest.approx(20.4)   # its bin's edge is above the max
+    rig.lag.max = 0.0205
     assert rig.lag_percentile(99) == 1000 * LAG_BIN * 41
 
 
