@@ -30,10 +30,10 @@ class DelayHistogram:
         return int(self.counts.sum())
 
     def percentile(self, q: float) -> float | None:
-        """The q-th percentile, s: the upper edge of its bin; None before the
-        first delay."""
+        """The q-th percentile, s: the upper edge of its bin, but never above
+        the longest delay; None before the first delay."""
         total = self.count
         if total == 0:
             return None
         k = int(np.searchsorted(np.cumsum(self.counts), q / 100.0 * total))
-        return self.bin_s * (min(k, len(self.counts) - 1) + 1)
+        return min(self.bin_s * (min(k, len(self.counts) - 1) + 1), self.max)

@@ -98,6 +98,6 @@ class ModelService:
     def path(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Its samples' times (m,) and the compared link's positions (m, 3);
         None before the first."""
-        if not len(self.samples):
+        if not self.samples:
             return None
         return self.samples.arrays()
