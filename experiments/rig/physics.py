@@ -9,23 +9,32 @@ runs in a child process and catches up behind the modules:
   speeds, whether each is driven) at the modules' time to a
   :class:`MotorRecord`, a ring in shared memory: one writer, one reader, the
   writer never blocks;
-* the physics process takes every new entry into the plant's motor record
-  (:meth:`SimulatedAiko.note_motors`), steps toward the newest entry in whole
-  chunks of :data:`CHUNK_TIME` (each step with the motor angle of its own
-  time) and sends a :class:`PhysicsUpdate` back through a pipe, at most one a
-  tick while it catches up: the links' joint angles (for the modules' link
-  side), positions and rotations (for motion capture) and the solver's
-  counters. The modules take the newest and count every one's lag.
+  and writes a byte to a wake pipe;
+* the physics process sleeps on that pipe until a tick arrives, takes every
+  new entry into the plant's motor record (:meth:`SimulatedAiko.note_motors`),
+  steps toward the newest entry in whole chunks of :data:`CHUNK_TIME` (each
+  step with the motor angle of its own time) and publishes a
+  :class:`PhysicsUpdate` into an :class:`UpdateRing`, a second ring in shared
+  memory, at most one a tick while it catches up: the links' joint angles
+  (for the modules' link side), positions and rotations (for motion capture)
+  and the solver's counters. The modules take the newest after their next
+  tick and count every one's lag.
+
+Neither direction pickles or polls: the modules' side of a tick is a row
+copy and a one-byte write, the physics' side a blocking read. A pipe carries
+the start (the snake, pickled once), the first update and any error.
 
 :class:`PhysicsProcess` owns the child (spawned, so no lock or thread of the
-modules' process is copied), the ring and the pipe, and ends the child on
-every way out; the child also ends when the pipe closes (its parent gone).
+modules' process is copied), the rings and the pipes, and ends the child on
+every way out; the child also ends when the wake pipe closes (its parent
+gone).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import select
 import time
 import warnings
 from dataclasses import dataclass
@@ -45,15 +54,16 @@ if TYPE_CHECKING:   # loaded by the child (the parent may not have them yet)
     from aiko.firmware_interface.emulator import JointModule
     from aiko.model import SnakeModel, SnakeState
 
-__all__ = ["MotorRecord", "PhysicsUpdate", "PhysicsProcess", "PhysicsError", "CHUNK_TIME",
-           "chunk_steps", "PHYSICS_NICE"]
+__all__ = ["SharedRing", "MotorRecord", "UpdateRing", "PhysicsUpdate", "PhysicsProcess",
+           "PhysicsError", "CHUNK_TIME", "chunk_steps", "PHYSICS_NICE"]
 
-CHUNK_TIME = 0.004
-"""Simulated time (s) per physics update: the physics waits until the
-modules' record is that far ahead of it, so it trails them by this much at
-least (counted in its lag). 8 steps at the realistic plant's 0.5 ms, 4 at the
-ideal plant's 1 ms (where 8 steps, 8 ms, put most of its updates over the
-10 ms that count as late)."""
+CHUNK_TIME = 0.002
+"""Simulated time (s) per physics update: one tick of the modules (4 steps at
+the realistic plant's 0.5 ms, 2 at the ideal plant's 1 ms). The physics
+waits until the modules' record is that far ahead of it, so an update ends
+at the tick that woke it and is taken at the next: 2 ms of lag plus the
+chunk's computing. (4 ms, with updates pickled through a pipe and the
+record polled every millisecond, put the lag's median at 4-4.5 ms.)"""
 
 
 def chunk_steps(dt: float) -> int:
@@ -64,8 +74,10 @@ RECORD_CAPACITY = 8192
 """Entries of the motor record: 16 s of 2 ms ticks; a physics further behind
 than that is an error (:class:`PhysicsError`), not a silent loss."""
 
-IDLE_SLEEP = 0.001
-"""The physics process's sleep (s) when it has caught up with the record."""
+UPDATE_CAPACITY = 4096
+"""Slots of the update ring: 8 s of updates at one a tick; modules that fall
+further behind than that lose count of the physics' lag, which is an error
+(:class:`PhysicsError`)."""
 
 SEND_INTERVAL = 0.002
 """Wall time (s) between the physics' updates while it catches up (one
@@ -90,26 +102,24 @@ class PhysicsError(AikoError):
         super().__init__(f"simulated Aiko's physics: {reason}")
 
 
-class MotorRecord:
-    """A ring of the motors' state in shared memory, written by the modules'
-    process and read by the physics process.
+class SharedRing:
+    """A ring of float64 rows in shared memory: one writer process, one
+    reader process, the writer never blocks.
 
-    Entry k: [t, theta (j, 2), speed (j, 2), driven (j, 2)] as float64 for j
-    joints; slot 0 of the block holds the count of entries written. The count
-    is stored after the entry, so a reader that sees it sees the entry.
-    """
+    Slot 0 of the block holds the count of rows written; it is stored after
+    the row, so a reader that sees the count sees the row (x86's stores are
+    seen in order). ``name`` None creates the block (and unlinks it on
+    :meth:`close`), else attaches to the named one."""
 
-    def __init__(self, joints: int, capacity: int = RECORD_CAPACITY,
-                 name: str | None = None) -> None:
-        self.joints = joints
+    def __init__(self, width: int, capacity: int, name: str | None = None) -> None:
+        self.width = width
         self.capacity = capacity
-        self.width = 1 + 6 * joints
-        size = 8 * (1 + capacity * self.width)
+        size = 8 * (1 + capacity * width)
         self.owner = name is None
         self._shm = SharedMemory(name=name, create=self.owner, size=size if self.owner else 0)
-        buf = np.ndarray((1 + capacity * self.width,), dtype=np.float64, buffer=self._shm.buf)
+        buf = np.ndarray((1 + capacity * width,), dtype=np.float64, buffer=self._shm.buf)
         self._count = buf[:1]
-        self._rows = buf[1:].reshape(capacity, self.width)
+        self._rows = buf[1:].reshape(capacity, width)
         if self.owner:
             self._count[0] = 0.0
 
@@ -121,17 +131,56 @@ class MotorRecord:
     def written(self) -> int:
         return int(self._count[0])
 
+    def _append_row(self, row: np.ndarray | list[float]) -> None:
+        k = self.written
+        self._rows[k % self.capacity] = row
+        self._count[0] = k + 1
+
+    def _overrun(self, behind: int) -> PhysicsError:
+        return PhysicsError(f"a reader fell {behind} rows behind its ring of {self.capacity}")
+
+    def since(self, k: int) -> tuple[int, np.ndarray]:
+        """The rows written since the k-th: (count now, rows (m, width));
+        :class:`PhysicsError` when some were overwritten before being read."""
+        n = self.written
+        if n - k > self.capacity:
+            raise self._overrun(n - k)
+        if n == k:
+            return n, self._rows[:0].copy()
+        a, b = k % self.capacity, n % self.capacity
+        if a < b:
+            return n, self._rows[a:b].copy()
+        return n, np.concatenate([self._rows[a:], self._rows[:b]])
+
+    def close(self) -> None:
+        self._rows = np.empty((0, self.width))    # drop the views before the buffer
+        self._count = np.empty(1)
+        self._shm.close()
+        if self.owner:
+            self._shm.unlink()
+
+
+class MotorRecord(SharedRing):
+    """The motors' state after every tick, written by the modules' process and
+    read by the physics process.
+
+    Entry k: [t, theta (j, 2), speed (j, 2), driven (j, 2)] as float64 for j
+    joints."""
+
+    def __init__(self, joints: int, capacity: int = RECORD_CAPACITY,
+                 name: str | None = None) -> None:
+        self.joints = joints
+        super().__init__(1 + 6 * joints, capacity, name)
+
+    def _overrun(self, behind: int) -> PhysicsError:
+        return PhysicsError(f"fell {behind} ticks behind the modules (record of "
+                            f"{self.capacity})")
+
     def append(self, t: float, theta: np.ndarray, speed: np.ndarray,
                driven: np.ndarray) -> None:
         """One entry: time t (s), theta, speed, driven (joints, 2)."""
-        k = self.written
-        j = self.joints
-        row = self._rows[k % self.capacity]
-        row[0] = t
-        row[1:1 + 2 * j] = theta.ravel()
-        row[1 + 2 * j:1 + 4 * j] = speed.ravel()
-        row[1 + 4 * j:] = driven.ravel()
-        self._count[0] = k + 1
+        self._append_row(np.concatenate([[t], np.ravel(theta), np.ravel(speed),
+                                         np.ravel(driven)]))
 
     def append_modules(self, t: float, modules: Sequence[JointModule]) -> None:
         """One entry read from joint modules (their ``motor_angles``,
@@ -144,32 +193,13 @@ class MotorRecord:
             entry += m.motor_speeds
         for m in modules:
             entry += m.motors_driven
-        k = self.written
-        self._rows[k % self.capacity] = entry
-        self._count[0] = k + 1
-
-    def since(self, k: int) -> tuple[int, np.ndarray]:
-        """The entries written since the k-th: (count now, rows (m, width));
-        :class:`PhysicsError` when some were overwritten before being read."""
-        n = self.written
-        if n - k > self.capacity:
-            raise PhysicsError(f"fell {n - k} ticks behind the modules (record of "
-                               f"{self.capacity})")
-        idx = np.arange(k, n) % self.capacity
-        return n, self._rows[idx].copy()
+        self._append_row(entry)
 
     def unpack(self, row: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """(t, theta, speed, driven) of one row."""
         j = self.joints
         return (float(row[0]), row[1:1 + 2 * j].reshape(j, 2), row[1 + 2 * j:1 + 4 * j]
                 .reshape(j, 2), row[1 + 4 * j:].reshape(j, 2) > 0.5)
-
-    def close(self) -> None:
-        self._rows = np.empty((0, self.width))    # drop the views before the buffer
-        self._count = np.empty(1)
-        self._shm.close()
-        if self.owner:
-            self._shm.unlink()
 
 
 @dataclass(frozen=True)
@@ -186,6 +216,37 @@ class PhysicsUpdate:
     iterations: int
     unconverged: int
     work: float
+
+
+class UpdateRing(SharedRing):
+    """The physics' updates, written by the physics process and read by the
+    modules' process. Row: [t, angles (j, 4), positions (n, 3), rotations
+    (n, 3, 3), steps, iterations, unconverged, work] for j joints, n = j + 1
+    links."""
+
+    def __init__(self, joints: int, capacity: int = UPDATE_CAPACITY,
+                 name: str | None = None) -> None:
+        self.joints = joints
+        n = joints + 1
+        super().__init__(1 + 4 * joints + 12 * n + 4, capacity, name)
+
+    def _overrun(self, behind: int) -> PhysicsError:
+        return PhysicsError(f"the modules fell {behind} updates behind the physics (ring "
+                            f"of {self.capacity})")
+
+    def publish(self, u: PhysicsUpdate) -> None:
+        self._append_row(np.concatenate([
+            [u.t], u.angles.ravel(), u.positions.ravel(), u.rotations.ravel(),
+            [u.steps, u.iterations, u.unconverged, u.work]]))
+
+    def unpack(self, row: np.ndarray) -> PhysicsUpdate:
+        j, n = self.joints, self.joints + 1
+        a = 1 + 4 * j
+        b = a + 3 * n
+        c = b + 9 * n
+        return PhysicsUpdate(float(row[0]), row[1:a].reshape(j, 4), row[a:b].reshape(n, 3),
+                             row[b:c].reshape(n, 3, 3), int(row[c]), int(row[c + 1]),
+                             int(row[c + 2]), float(row[c + 3]))
 
 
 class _RecordedMotor:
@@ -226,10 +287,10 @@ def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko
     return t
 
 
-def _serve(conn: Connection, nice: int) -> None:
+def _serve(conn: Connection, wake: Connection, nice: int) -> None:
     """The physics process: load the kernels, wait for the snake to simulate
-    (``("start", model, state, backlash, record name)``; None: end), then step
-    behind the record until the pipe closes."""
+    (``("start", model, state, backlash, record name, ring name)``; None:
+    end), then step behind the record until the wake pipe closes."""
     if nice > 0:
         os.nice(nice)
     try:
@@ -238,8 +299,8 @@ def _serve(conn: Connection, nice: int) -> None:
         msg = conn.recv()
         if msg is None:
             return
-        _, model, state, backlash, record_name = msg
-        _simulate(conn, model, state, backlash, record_name)
+        _, model, state, backlash, record_name, ring_name = msg
+        _simulate(conn, wake.fileno(), model, state, backlash, record_name, ring_name)
     except (EOFError, BrokenPipeError):
         pass     # the modules' process is gone
     except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it
@@ -249,13 +310,14 @@ def _serve(conn: Connection, nice: int) -> None:
             pass
 
 
-def _simulate(conn: Connection, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
-              record_name: str) -> None:
+def _simulate(conn: Connection, wake_fd: int, model: SnakeModel, state: SnakeState,
+              backlash: np.ndarray, record_name: str, ring_name: str) -> None:
     from aiko.experiments.rig.plant import SimulatedAiko
 
     motors = [_RecordedMotor(float(b)) for b in backlash]
     aiko = SimulatedAiko(model, motors, state=state)        # type: ignore[arg-type]
     record = MotorRecord(len(motors), name=record_name)
+    ring = UpdateRing(len(motors), name=ring_name)
     try:
         warm = SimulatedAiko(model, [_RecordedMotor(float(b)) for b in backlash],  # type: ignore[misc]
                              state=state.copy())
@@ -264,37 +326,36 @@ def _simulate(conn: Connection, model: SnakeModel, state: SnakeState, backlash: 
             warm.advance(state.t + model.dt, 1)         # this snake's first step, untimed
         freeze_heap()   # not a full collection in the middle of catching up
         conn.send(("ready", _update(aiko)))
-        _loop(conn, record, motors, aiko)
+        _loop(wake_fd, record, ring, motors, aiko)
     finally:
         record.close()
+        ring.close()
 
 
-def _loop(conn: Connection, record: MotorRecord, motors: list[_RecordedMotor],
-          aiko: SimulatedAiko) -> None:
+def _loop(wake_fd: int, record: MotorRecord, ring: UpdateRing,
+          motors: list[_RecordedMotor], aiko: SimulatedAiko) -> None:
     seen = 0
     target = aiko.t
     last_sent = 0.0
     chunk = chunk_steps(aiko.model.dt)
     while True:
-        if conn.poll():
-            if conn.recv() is None:
-                return
         seen, rows = record.since(seen)
         newest = _take(record, motors, aiko, rows)
         if newest is not None:
             target = newest
-        # whole chunks only: the step's fixed cost (the record, the update,
-        # the pipe) was most of the process's work at 4 steps a tick
+        # a chunk at least (its fixed cost: the record, the references, the
+        # update), then up to the newest entry: the ticks do not fall on the
+        # steps' grid, and whole chunks only would trail by up to one more
         if (aiko.model.steps_until(aiko.state, target) >= chunk
-                and aiko.advance(target, chunk)):
+                and aiko.advance(target, 2 * chunk)):
             now = time.monotonic()
-            # catching up, a chunk takes less than a tick: send at most one
+            # catching up, a chunk takes less than a tick: publish at most one
             # update a tick (the modules take the newest), and the last one
             if now - last_sent >= SEND_INTERVAL or aiko.t >= target - 0.5 * aiko.model.dt:
-                conn.send(("update", _update(aiko)))
+                ring.publish(_update(aiko))
                 last_sent = now
-        else:
-            time.sleep(IDLE_SLEEP)
+        elif not os.read(wake_fd, 4096):   # caught up: sleep until the next tick
+            return                         # the modules' process closed the pipe
 
 
 class PhysicsProcess:
@@ -312,7 +373,11 @@ class PhysicsProcess:
     def __init__(self, nice: int = PHYSICS_NICE) -> None:
         self.nice = nice
         self.record: MotorRecord | None = None
+        self.ring: UpdateRing | None = None
+        self._seen = 0
         self._conn: Connection | None = None
+        self._wake: Connection | None = None
+        self._watch: select.poll | None = None
         self._proc: mp.process.BaseProcess | None = None
 
     @property
@@ -325,11 +390,16 @@ class PhysicsProcess:
             return
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe(duplex=True)
-        self._conn = parent
+        wake_r, wake_w = ctx.Pipe(duplex=False)
+        self._conn, self._wake = parent, wake_w
+        os.set_blocking(wake_w.fileno(), False)   # a tick never waits for the physics
+        self._watch = select.poll()       # the child's error or end, without a selector a tick
+        self._watch.register(parent.fileno(), select.POLLIN)
         self._proc = ctx.Process(target=_serve, name="aiko-physics", daemon=True,
-                                 args=(child, self.nice))
+                                 args=(child, wake_r, self.nice))
         self._proc.start()
         child.close()
+        wake_r.close()
 
     def start(self, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
               timeout: float = START_TIMEOUT) -> PhysicsUpdate:
@@ -339,8 +409,11 @@ class PhysicsProcess:
         assert self._conn is not None
         backlash = np.asarray(backlash, dtype=float)
         self.record = MotorRecord(len(backlash))
+        self.ring = UpdateRing(len(backlash))
+        self._seen = 0
         try:
-            self._conn.send(("start", model, state, backlash, self.record.name))
+            self._conn.send(("start", model, state, backlash, self.record.name,
+                             self.ring.name))
         except OSError as exc:
             raise PhysicsError(f"the process ended (exit code {self._proc.exitcode})"  # type: ignore[union-attr]
                                ) from exc
@@ -364,22 +437,39 @@ class PhysicsProcess:
         assert isinstance(body, PhysicsUpdate)
         return body
 
+    def _wake_child(self) -> None:
+        if self._wake is None:
+            return   # no child to wake
+        try:
+            os.write(self._wake.fileno(), b"\x01")
+        except BlockingIOError:
+            pass     # 64 kB of ticks unread: the child is awake and far behind
+        except OSError as exc:
+            raise PhysicsError(f"the process ended (exit code {self._proc.exitcode})"  # type: ignore[union-attr]
+                               ) from exc
+
     def note_motors(self, t: float, theta: np.ndarray, speed: np.ndarray,
                     driven: np.ndarray) -> None:
         assert self.record is not None
         self.record.append(t, theta, speed, driven)
+        self._wake_child()
 
     def note_modules(self, t: float, modules: Sequence[JointModule]) -> None:
         """:meth:`note_motors` read from joint modules: what the modules'
         process does after every tick (:meth:`MotorRecord.append_modules`)."""
         assert self.record is not None
         self.record.append_modules(t, modules)
+        self._wake_child()
 
     def updates(self) -> list[PhysicsUpdate]:
-        out = []
-        while self._conn is not None and self._conn.poll():
-            out.append(self._expect_update(self._recv()))
-        return out
+        """The updates published since the last call, oldest first;
+        :class:`PhysicsError` if the child failed or ended."""
+        if self._watch is not None and self._watch.poll(0):
+            self._expect_update(self._recv())   # an error, or the child's end
+        if self.ring is None:
+            return []
+        self._seen, rows = self.ring.since(self._seen)
+        return [self.ring.unpack(row) for row in rows]
 
     def close(self) -> None:
         if self._conn is not None:
@@ -387,6 +477,9 @@ class PhysicsProcess:
                 self._conn.send(None)
             except OSError:
                 pass
+        if self._wake is not None:
+            self._wake.close()             # the started child's end
+            self._wake = None
         if self._proc is not None:
             self._proc.join(timeout=2.0)
             if self._proc.is_alive():
@@ -395,6 +488,8 @@ class PhysicsProcess:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        if self.record is not None:
-            self.record.close()
-            self.record = None
+        self._watch = None
+        for ring in (self.record, self.ring):
+            if ring is not None:
+                ring.close()
+        self.record = self.ring = None

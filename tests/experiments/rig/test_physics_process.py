@@ -7,8 +7,17 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from aiko.experiments.rig.physics import MotorRecord, PhysicsError, PhysicsProcess
+from aiko.experiments.rig.physics import (
+    MotorRecord,
+    PhysicsError,
+    PhysicsProcess,
+    PhysicsUpdate,
+    SharedRing,
+    UpdateRing,
+)
 from aiko.experiments.rig.plant import PlantParams, SimulatedAiko
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModule
@@ -37,6 +46,54 @@ def test_motor_record_hands_every_entry_over_once_and_refuses_an_overrun():
         reader.close()
     finally:
         rec.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(capacity=st.integers(1, 6), reads=st.lists(st.integers(0, 6), min_size=1, max_size=12))
+def test_a_shared_ring_hands_rows_over_in_order_across_its_wrap(capacity, reads):
+    """The reader takes whatever was written since its last read, oldest
+    first, whether the rows wrap around the ring's end or not."""
+    ring = SharedRing(2, capacity)
+    try:
+        reader = SharedRing(2, capacity, name=ring.name)
+        written, seen, got = 0, 0, []
+        for batch in reads:
+            batch = min(batch, capacity)          # never lap the reader here
+            for _ in range(batch):
+                ring._append_row([written, -written])
+                written += 1
+            seen, rows = reader.since(seen)
+            got += rows[:, 0].astype(int).tolist()
+            np.testing.assert_array_equal(rows[:, 1], -rows[:, 0])
+        assert got == list(range(written)) and seen == written
+        reader.close()
+    finally:
+        ring.close()
+
+
+def test_an_update_crosses_the_ring_whole_and_a_lapped_reader_is_an_error():
+    rng = np.random.default_rng(3)
+    j = 4
+    u = PhysicsUpdate(0.25, rng.normal(size=(j, 4)), rng.normal(size=(j + 1, 3)),
+                      rng.normal(size=(j + 1, 3, 3)), 500, 12345, 2, 0.75)
+    ring = UpdateRing(j, capacity=3)
+    try:
+        reader = UpdateRing(j, capacity=3, name=ring.name)
+        ring.publish(u)
+        n, rows = reader.since(0)
+        back = reader.unpack(rows[0])
+        assert n == 1 and back.t == u.t
+        for a, b in ((back.angles, u.angles), (back.positions, u.positions),
+                     (back.rotations, u.rotations)):
+            np.testing.assert_array_equal(a, b)
+        assert (back.steps, back.iterations, back.unconverged, back.work) == (500, 12345, 2, 0.75)
+        for _ in range(4):
+            ring.publish(u)
+        with pytest.raises(PhysicsError, match="4 updates behind"):
+            reader.since(1)                    # 4 new updates in a ring of 3
+        reader.close()
+    finally:
+        ring.close()
 
 
 def test_a_flat_entry_is_the_entry_append_writes():
