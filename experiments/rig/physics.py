@@ -17,11 +17,11 @@ runs in a child process and catches up behind the modules:
   :class:`PhysicsUpdate` into an :class:`UpdateRing`, a second ring in shared
   memory, at most one a tick while it catches up: the links' joint angles
   (for the modules' link side), positions and rotations (for motion capture)
-  and the solver's counters. The modules take the newest after their next
-  tick and count every one's lag.
+  and the solver's counters, and writes a byte to a second pipe. The modules'
+  loop wakes on it, takes the newest update and counts every one's lag.
 
-Neither direction pickles or polls: the modules' side of a tick is a row
-copy and a one-byte write, the physics' side a blocking read. A pipe carries
+Neither direction pickles or polls: each side writes a row and a byte and
+sleeps on the other's pipe. A pipe carries
 the start (the snake, pickled once), the first update and any error.
 
 :class:`PhysicsProcess` owns the child (spawned, so no lock or thread of the
@@ -287,7 +287,7 @@ def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko
     return t
 
 
-def _serve(conn: Connection, wake: Connection, nice: int) -> None:
+def _serve(conn: Connection, wake: Connection, told: Connection, nice: int) -> None:
     """The physics process: load the kernels, wait for the snake to simulate
     (``("start", model, state, backlash, record name, ring name)``; None:
     end), then step behind the record until the wake pipe closes."""
@@ -300,7 +300,9 @@ def _serve(conn: Connection, wake: Connection, nice: int) -> None:
         if msg is None:
             return
         _, model, state, backlash, record_name, ring_name = msg
-        _simulate(conn, wake.fileno(), model, state, backlash, record_name, ring_name)
+        os.set_blocking(told.fileno(), False)   # the physics never waits for the modules
+        _simulate(conn, (wake.fileno(), told.fileno()), model, state, backlash, record_name,
+                  ring_name)
     except (EOFError, BrokenPipeError):
         pass     # the modules' process is gone
     except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it
@@ -310,7 +312,7 @@ def _serve(conn: Connection, wake: Connection, nice: int) -> None:
             pass
 
 
-def _simulate(conn: Connection, wake_fd: int, model: SnakeModel, state: SnakeState,
+def _simulate(conn: Connection, fds: tuple[int, int], model: SnakeModel, state: SnakeState,
               backlash: np.ndarray, record_name: str, ring_name: str) -> None:
     from aiko.experiments.rig.plant import SimulatedAiko
 
@@ -326,18 +328,22 @@ def _simulate(conn: Connection, wake_fd: int, model: SnakeModel, state: SnakeSta
             warm.advance(state.t + model.dt, 1)         # this snake's first step, untimed
         freeze_heap()   # not a full collection in the middle of catching up
         conn.send(("ready", _update(aiko)))
-        _loop(wake_fd, record, ring, motors, aiko)
+        _loop(fds, record, ring, motors, aiko)
     finally:
         record.close()
         ring.close()
 
 
-def _loop(wake_fd: int, record: MotorRecord, ring: UpdateRing,
+def _loop(fds: tuple[int, int], record: MotorRecord, ring: UpdateRing,
           motors: list[_RecordedMotor], aiko: SimulatedAiko) -> None:
+    """Step behind the record; ``fds``: the wake pipe's end (read) and the
+    told pipe's (written after each update)."""
+    wake_fd, told_fd = fds
     seen = 0
     target = aiko.t
     last_sent = 0.0
-    chunk = chunk_steps(aiko.model.dt)
+    dt = aiko.model.dt
+    chunk = chunk_steps(dt)
     while True:
         seen, rows = record.since(seen)
         newest = _take(record, motors, aiko, rows)
@@ -345,15 +351,20 @@ def _loop(wake_fd: int, record: MotorRecord, ring: UpdateRing,
             target = newest
         # a chunk at least (its fixed cost: the record, the references, the
         # update), then up to the newest entry: the ticks do not fall on the
-        # steps' grid, and whole chunks only would trail by up to one more
-        if (aiko.model.steps_until(aiko.state, target) >= chunk
-                and aiko.advance(target, 2 * chunk)):
+        # steps' grid, and whole chunks only would trail by up to one more;
+        # never a step past the record (each step's motor angle is recorded)
+        ahead = int((target - aiko.t) / dt + 1e-9)
+        if ahead >= chunk and aiko.advance(aiko.t + ahead * dt, 2 * chunk):
             now = time.monotonic()
             # catching up, a chunk takes less than a tick: publish at most one
             # update a tick (the modules take the newest), and the last one
             if now - last_sent >= SEND_INTERVAL or aiko.t >= target - 0.5 * aiko.model.dt:
                 ring.publish(_update(aiko))
                 last_sent = now
+                try:
+                    os.write(told_fd, b"\x01")
+                except BlockingIOError:
+                    pass       # 64 kB of updates untold: the modules take them at a tick
         elif not os.read(wake_fd, 4096):   # caught up: sleep until the next tick
             return                         # the modules' process closed the pipe
 
@@ -377,6 +388,7 @@ class PhysicsProcess:
         self._seen = 0
         self._conn: Connection | None = None
         self._wake: Connection | None = None
+        self._told: Connection | None = None
         self._watch: select.poll | None = None
         self._proc: mp.process.BaseProcess | None = None
 
@@ -391,15 +403,25 @@ class PhysicsProcess:
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe(duplex=True)
         wake_r, wake_w = ctx.Pipe(duplex=False)
-        self._conn, self._wake = parent, wake_w
+        told_r, told_w = ctx.Pipe(duplex=False)
+        self._conn, self._wake, self._told = parent, wake_w, told_r
         os.set_blocking(wake_w.fileno(), False)   # a tick never waits for the physics
+        os.set_blocking(told_r.fileno(), False)
         self._watch = select.poll()       # the child's error or end, without a selector a tick
         self._watch.register(parent.fileno(), select.POLLIN)
         self._proc = ctx.Process(target=_serve, name="aiko-physics", daemon=True,
-                                 args=(child, wake_r, self.nice))
+                                 args=(child, wake_r, told_w, self.nice))
         self._proc.start()
         child.close()
         wake_r.close()
+        told_w.close()
+
+    @property
+    def told_fd(self) -> int | None:
+        """A descriptor that turns readable when the physics has published an
+        update (for an event loop's ``add_reader``: then call
+        :meth:`updates`); None before :meth:`spawn`."""
+        return None if self._told is None else self._told.fileno()
 
     def start(self, model: SnakeModel, state: SnakeState, backlash: np.ndarray,
               timeout: float = START_TIMEOUT) -> PhysicsUpdate:
@@ -466,6 +488,11 @@ class PhysicsProcess:
         :class:`PhysicsError` if the child failed or ended."""
         if self._watch is not None and self._watch.poll(0):
             self._expect_update(self._recv())   # an error, or the child's end
+        if self._told is not None:
+            try:
+                os.read(self._told.fileno(), 4096)    # what told of them, so far
+            except BlockingIOError:
+                pass
         if self.ring is None:
             return []
         self._seen, rows = self.ring.since(self._seen)
@@ -488,6 +515,9 @@ class PhysicsProcess:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._told is not None:
+            self._told.close()
+            self._told = None
         self._watch = None
         for ring in (self.record, self.ring):
             if ring is not None:

@@ -9,8 +9,9 @@ a child process.
 
 :class:`SimulatedRig` is an asyncio service: ``await rig.run(on_ready)`` serves
 until cancelled. Its tasks, in one TaskGroup: ``joints`` (the modules, which
-record their motors for the physics after each of their 2 ms ticks and take
-the physics' updates in), ``mocap-sender`` and ``status``. The physics runs in
+record their motors for the physics after each of their 2 ms ticks),
+``mocap-sender`` and ``status``; the loop takes each physics update as it
+arrives (a reader on the physics' told pipe). The physics runs in
 a process of its own (:class:`~aiko.experiments.rig.physics.PhysicsProcess`)
 and always advances toward the modules' present, each step with the motors'
 angles of its own time: the modules answer the bus on their own clock whatever
@@ -21,10 +22,11 @@ counted; the robot's time never slows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +35,7 @@ import numpy as np
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
 from aiko.drivers.priority import Priority, freeze_heap, request_realtime
-from aiko.experiments.rig.physics import PhysicsProcess, PhysicsUpdate
+from aiko.experiments.rig.physics import PhysicsError, PhysicsProcess, PhysicsUpdate
 from aiko.experiments.rig.plant import MocapView, PlantParams, peg_objects
 from aiko.firmware_interface.dbc import load_database
 from aiko.firmware_interface.delays import DelayHistogram
@@ -117,6 +119,7 @@ class SimulatedRig:
         self.start_state: SnakeState | None = None
         self.physics: PhysicsProcess | None = None
         self.last: PhysicsUpdate | None = None      # the physics' newest update
+        self._physics_error: PhysicsError | None = None
         self.view: MocapView | None = None
         if plant is not None and config.nodes + 1 + len(config.scene.pegs) > 255:
             raise RigStartError("scene", f"{len(config.scene.pegs)} pegs and "
@@ -159,18 +162,36 @@ class SimulatedRig:
     def _after_tick(self, now: float) -> None:
         physics = self.physics
         assert physics is not None  # hooked only with a plant
+        if self._physics_error is not None:
+            raise self._physics_error     # seen between ticks: raised in the joints task
         physics.note_modules(now, self.modules)
-        updates = physics.updates()
+        self._take_updates()
+
+    def _take_updates(self) -> None:
+        """Count the lag of every update the physics published since the last
+        call and take the newest."""
+        assert self.physics is not None
+        updates = self.physics.updates()
         for update in updates:
             self._count_lag(update)
         if updates:
             self._take(updates[-1])
 
+    def _on_told(self) -> None:
+        """The physics published an update: take it now, not at the next tick."""
+        try:
+            self._take_updates()
+        except PhysicsError as exc:
+            self._physics_error = exc
+            told = None if self.physics is None else self.physics.told_fd
+            if told is not None:          # an ended child's pipe stays readable
+                asyncio.get_running_loop().remove_reader(told)
+
     def _take(self, update: PhysicsUpdate) -> None:
         """The physics' newest update into the modules' link side and motion
         capture (which keeps the newest, or with a latency the history it
-        needs: an entry every chunk, 4 ms of the physics, or every tick while
-        it catches up)."""
+        needs: an entry every update, one a tick of the physics, or one a
+        tick of wall time while it catches up)."""
         assert self.view is not None
         for m, a in zip(self.modules, update.angles, strict=True):
             m.set_link_angles(a[0], a[1])
@@ -256,17 +277,47 @@ class SimulatedRig:
                 if on_ready is not None:
                     on_ready({"channel": self.channel, "nodes": cfg.nodes,
                               "udp_target": cfg.udp_target if self.physics is not None else None})
-                async with asyncio.TaskGroup() as tg:
-                    tg.create_task(self.joints.run(), name="joints")
-                    if self.sender is not None:
-                        tg.create_task(self.sender.run(), name="mocap-sender")
-                    if on_status is not None:
-                        tg.create_task(self._report(on_status), name="status")
+                with self._updates_on_arrival():
+                    await self._serve_tasks(on_status)
             finally:
                 await adapter.__aexit__(None, None, None)
         finally:
             node_bus.shutdown()
             adapter_bus.shutdown()
+
+    @contextlib.contextmanager
+    def _updates_on_arrival(self) -> Iterator[None]:
+        """The loop takes each physics update when the physics tells of it."""
+        told = None if self.physics is None else self.physics.told_fd
+        if told is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        loop.add_reader(told, self._on_told)
+        try:
+            yield
+        finally:
+            loop.remove_reader(told)
+
+    async def _serve_tasks(self, on_status: Callable[[dict], None] | None) -> None:
+        """The rig's tasks; a failed physics ends them all and is raised
+        itself (not in a group), as the commands report an error."""
+        assert self.joints is not None
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.joints.run(), name="joints")
+                if self.sender is not None:
+                    tg.create_task(self.sender.run(), name="mocap-sender")
+                if on_status is not None:
+                    tg.create_task(self._report(on_status), name="status")
+        except ExceptionGroup as group:
+            failed = group.subgroup(PhysicsError)
+            if failed is None:
+                raise
+            first: BaseException = failed
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from group
 
     async def _report(self, on_status: Callable[[dict], None]) -> None:
         k = 0

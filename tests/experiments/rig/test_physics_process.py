@@ -2,6 +2,8 @@
 computes in the modules' process, from the same motors."""
 
 import math
+import os
+import select
 import signal
 import time
 
@@ -162,14 +164,18 @@ def test_the_physics_process_moves_the_links_as_the_plant_in_process_does():
     try:
         first = proc.start(model, model.initial_state(), np.zeros(n - 1), timeout=120)
         assert first.t == 0.0
+        assert proc.told_fd is not None
+        assert select.select([proc.told_fd], [], [], 0.0)[0] == []   # nothing published yet
         for t, theta, speed, driven in record:
             proc.note_motors(t, theta, speed, driven)
+        # the physics tells of its updates: a loop can sleep until one is published
+        assert select.select([proc.told_fd], [], [], 30.0)[0] == [proc.told_fd]
         last, deadline = first, time.monotonic() + 60
         while last.t < t_end - 1e-9 and time.monotonic() < deadline:
-            for u in proc.updates():
+            for u in proc.updates():              # reads what told of them
                 assert u.t > last.t               # in order, every one newer
                 last = u
-            time.sleep(0.005)
+            select.select([proc.told_fd], [], [], 0.05)
         assert last.t == pytest.approx(t_end)
         np.testing.assert_allclose(last.positions, here.positions(), atol=1e-9)
         np.testing.assert_allclose(last.angles, here.joint_angles(), atol=1e-9)
@@ -179,14 +185,10 @@ def test_the_physics_process_moves_the_links_as_the_plant_in_process_does():
         proc.close()
     assert proc.record is None
     with pytest.raises(ProcessLookupError):
-        import os
         os.kill(pid, 0)                         # the child is gone
 
 
 def test_a_physics_process_that_dies_is_a_clear_error():
-    import os
-    import signal
-
     model = SnakeModel(SnakeParams(n=3), PlantParams.ideal().solver_params())
     proc = PhysicsProcess(nice=0)
     try:
@@ -227,3 +229,45 @@ def test_a_physics_process_spawned_early_starts_later_or_ends_unstarted():
     assert proc is not None and not proc.is_alive()
     assert proc.exitcode in (0, -signal.SIGKILL)
     unstarted.close()                       # a second close does nothing
+
+
+def test_the_rig_takes_updates_on_arrival_and_ends_with_its_physics():
+    """The modules' loop takes each update when the physics tells of it (its
+    lag then never holds a tick's wait), and a physics that dies ends the rig
+    with the physics' own error, not an exception group."""
+    import asyncio
+
+    from aiko.experiments.rig.simrig import RigConfig, SimulatedRig
+    from tests.conftest import free_port
+
+    rig = SimulatedRig(RigConfig(nodes=2, plant=PlantParams.ideal(),
+                                 udp_target=("127.0.0.1", free_port())))
+    taken: list[float] = []
+    take = rig._take
+
+    def spy(update):
+        taken.append(rig.clock.now() - update.t)
+        take(update)
+
+    rig._take = spy
+
+    async def main():
+        ready = asyncio.Event()
+        serving = asyncio.create_task(rig.run(lambda info: ready.set()))
+        await asyncio.wait_for(ready.wait(), 120)
+        while rig.clock.now() < 1.0:
+            await asyncio.sleep(0.05)
+        before = len(taken)
+        assert rig.physics is not None and rig.physics.pid is not None
+        os.kill(rig.physics.pid, signal.SIGKILL)
+        with pytest.raises(PhysicsError, match="ended"):
+            await asyncio.wait_for(serving, 10)
+        return before
+
+    before = asyncio.run(main())
+    assert before > 100                            # one a tick, about 500 a second
+    assert rig.lag.count == len(taken)             # every update's lag counted once
+    # taken on arrival: at least half within a tick of the physics' time (a
+    # modules' tick and the physics' chunk are 2 ms each; at the next tick the
+    # lag would be 2 ms or more every time)
+    assert np.median(taken) < 0.002
