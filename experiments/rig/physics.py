@@ -12,8 +12,8 @@ runs in a child process and catches up behind the modules:
   and writes a byte to a wake pipe;
 * the physics process sleeps on that pipe until a tick arrives, takes every
   new entry into the plant's motor record (:meth:`SimulatedAiko.note_motors`),
-  steps toward the newest entry in whole chunks of :data:`CHUNK_TIME` (each
-  step with the motor angle of its own time) and publishes a
+  steps toward the newest entry, at least :data:`CHUNK_TIME` at a time and
+  never past it (each step with the motor angle of its own time), publishes a
   :class:`PhysicsUpdate` into an :class:`UpdateRing`, a second ring in shared
   memory, at most one a tick while it catches up: the links' joint angles
   (for the modules' link side), positions and rotations (for motion capture)
@@ -60,10 +60,11 @@ __all__ = ["SharedRing", "MotorRecord", "UpdateRing", "PhysicsUpdate", "PhysicsP
 CHUNK_TIME = 0.002
 """Simulated time (s) per physics update: one tick of the modules (4 steps at
 the realistic plant's 0.5 ms, 2 at the ideal plant's 1 ms). The physics
-waits until the modules' record is that far ahead of it, so an update ends
-at the tick that woke it and is taken at the next: 2 ms of lag plus the
-chunk's computing. (4 ms, with updates pickled through a pipe and the
-record polled every millisecond, put the lag's median at 4-4.5 ms.)"""
+waits until the modules' record is that far ahead of it, then steps up to
+the newest entry, so an update ends at the tick that woke it and its lag
+when the modules take it is the chunk's computing. (4 ms, with updates
+pickled through a pipe, the record polled every millisecond and updates
+taken at the modules' next tick, put the lag's median at 4-4.5 ms.)"""
 
 
 def chunk_steps(dt: float) -> int:
@@ -361,12 +362,18 @@ def _loop(fds: tuple[int, int], record: MotorRecord, ring: UpdateRing,
             if now - last_sent >= SEND_INTERVAL or aiko.t >= target - 0.5 * aiko.model.dt:
                 ring.publish(_update(aiko))
                 last_sent = now
-                try:
-                    os.write(told_fd, b"\x01")
-                except BlockingIOError:
-                    pass       # 64 kB of updates untold: the modules take them at a tick
+                _nudge(told_fd)   # if 64 kB are untold, the modules take them at a tick
         elif not os.read(wake_fd, 4096):   # caught up: sleep until the next tick
             return                         # the modules' process closed the pipe
+
+
+def _nudge(fd: int) -> None:
+    """One byte into a non-blocking pipe, to wake its reader; a full pipe
+    (its reader has 64 kB of them unread) is left as it is."""
+    try:
+        os.write(fd, b"\x01")
+    except BlockingIOError:
+        pass
 
 
 class PhysicsProcess:
@@ -437,8 +444,7 @@ class PhysicsProcess:
             self._conn.send(("start", model, state, backlash, self.record.name,
                              self.ring.name))
         except OSError as exc:
-            raise PhysicsError(f"the process ended (exit code {self._proc.exitcode})"  # type: ignore[union-attr]
-                               ) from exc
+            raise self._ended() from exc
         if not self._conn.poll(timeout):
             raise PhysicsError(f"not ready after {timeout:.0f} s")
         return self._expect_update(self._recv())
@@ -448,8 +454,7 @@ class PhysicsProcess:
         try:
             return self._conn.recv()
         except (EOFError, OSError) as exc:
-            code = None if self._proc is None else self._proc.exitcode
-            raise PhysicsError(f"the process ended (exit code {code})") from exc
+            raise self._ended() from exc
 
     @staticmethod
     def _expect_update(msg: tuple[str, object]) -> PhysicsUpdate:
@@ -459,16 +464,17 @@ class PhysicsProcess:
         assert isinstance(body, PhysicsUpdate)
         return body
 
+    def _ended(self) -> PhysicsError:
+        code = None if self._proc is None else self._proc.exitcode
+        return PhysicsError(f"the process ended (exit code {code})")
+
     def _wake_child(self) -> None:
         if self._wake is None:
             return   # no child to wake
         try:
-            os.write(self._wake.fileno(), b"\x01")
-        except BlockingIOError:
-            pass     # 64 kB of ticks unread: the child is awake and far behind
+            _nudge(self._wake.fileno())   # if 64 kB are unread, the child is awake
         except OSError as exc:
-            raise PhysicsError(f"the process ended (exit code {self._proc.exitcode})"  # type: ignore[union-attr]
-                               ) from exc
+            raise self._ended() from exc
 
     def note_motors(self, t: float, theta: np.ndarray, speed: np.ndarray,
                     driven: np.ndarray) -> None:

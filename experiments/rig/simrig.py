@@ -310,14 +310,8 @@ class SimulatedRig:
                     tg.create_task(self.sender.run(), name="mocap-sender")
                 if on_status is not None:
                     tg.create_task(self._report(on_status), name="status")
-        except ExceptionGroup as group:
-            failed = group.subgroup(PhysicsError)
-            if failed is None:
-                raise
-            first: BaseException = failed
-            while isinstance(first, BaseExceptionGroup):
-                first = first.exceptions[0]
-            raise first from group
+        except* PhysicsError as group:
+            raise group.exceptions[0] from None
 
     async def _report(self, on_status: Callable[[dict], None]) -> None:
         k = 0
