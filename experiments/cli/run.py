@@ -397,6 +397,9 @@ def _print_rig(result, report) -> None:
               + (f", p50 {p50:.1f} ms" if p50 is not None else "")
               + f", {report.plant.get('late_updates', 0)} late updates (> 10 ms)"
               + (f", {held} of {due} mocap frames held back (physics behind)" if held else ""))
+        if report.plant.get("physics_demoted"):
+            print(f"simulated Aiko: the physics left the real-time class "
+                  f"{report.plant['physics_demoted']} time(s), unable to catch up")
     if report.plant.get("answer_p99_ms") is not None:
         pl = report.plant
         print(f"simulated Aiko: SYNC->STATE on its bus p50 {pl['answer_p50_ms']:.1f} ms, "

@@ -20,6 +20,10 @@ runs in a child process and catches up behind the modules:
   and the solver's counters, and writes a byte to a second pipe. The modules'
   loop wakes on it, takes the newest update and counts every one's lag.
 
+The physics runs in the real-time class below the modules and the trial
+runner (:data:`PHYSICS_PRIORITY`), ahead of every normal process, and leaves
+it while it cannot catch up (:data:`BEHIND_LIMIT`).
+
 Neither direction pickles or polls: each side writes a row and a byte and
 sleeps on the other's pipe. A pipe carries
 the start (the snake, pickled once), the first update and any error.
@@ -40,22 +44,28 @@ import warnings
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from aiko.drivers.priority import freeze_heap
+from aiko.drivers.priority import (
+    REALTIME_PRIORITY,
+    Priority,
+    freeze_heap,
+    request_normal,
+    request_realtime,
+)
 from aiko.model.errors import AikoError
 
 if TYPE_CHECKING:   # loaded by the child (the parent may not have them yet)
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from aiko.experiments.rig.plant import SimulatedAiko
     from aiko.firmware_interface.emulator import JointModule
     from aiko.model import SnakeModel, SnakeState
 
 __all__ = ["SharedRing", "MotorRecord", "UpdateRing", "PhysicsUpdate", "PhysicsProcess",
-           "PhysicsError", "CHUNK_TIME", "chunk_steps", "PHYSICS_NICE"]
+           "PhysicsError", "CHUNK_TIME", "chunk_steps", "PHYSICS_PRIORITY", "BEHIND_LIMIT"]
 
 CHUNK_TIME = 0.002
 """Simulated time (s) per physics update: one tick of the modules (4 steps at
@@ -87,12 +97,21 @@ modules' tick); once caught up every chunk's is sent."""
 START_TIMEOUT = 120.0
 """Seconds the physics process may take to load its kernels."""
 
-PHYSICS_NICE = 0
-"""How much lower the physics process's scheduling priority is than the
-modules'. The modules' process asks for the real-time class
-(:func:`~aiko.drivers.priority.request_realtime`), so the physics needs no
-lower priority to leave them the processor; at nice 10 it fell seconds behind
-when the machine was busy (lateral undulation needs about a core)."""
+PHYSICS_PRIORITY = REALTIME_PRIORITY - 5
+"""The physics process's ``SCHED_FIFO`` priority: below the modules' and the
+trial runner's (:data:`~aiko.drivers.priority.REALTIME_PRIORITY`), whose
+answers come first, above every normal process (the parallel model, a
+browser). In the normal class a busy moment of the others (a period's
+frames, the parallel model's steps) kept it from the processor for 10 ms
+and more a few times a minute; its updates ended that late. (At nice 10 it
+fell seconds behind.)"""
+
+BEHIND_LIMIT = 1.0
+"""Wall time (s) the physics may go without catching up (without once
+sleeping on the wake pipe) before it leaves the real-time class; it asks for
+it again once caught up. A machine too slow for the physics never has a core
+taken from every normal process: the physics falls behind, honestly, as
+before."""
 
 
 class PhysicsError(AikoError):
@@ -207,7 +226,9 @@ class MotorRecord(SharedRing):
 class PhysicsUpdate:
     """The physics after a chunk: t (s, the modules' clock), joint angles
     (n-1, 4) as :meth:`SnakeModel.joint_angles`, positions (n, 3) m, rotations
-    (n, 3, 3), and the solver's counters since the start."""
+    (n, 3, 3), the solver's counters since the start, and how often the
+    physics has left the real-time class, behind for over
+    :data:`BEHIND_LIMIT`."""
 
     t: float
     angles: np.ndarray
@@ -217,19 +238,20 @@ class PhysicsUpdate:
     iterations: int
     unconverged: int
     work: float
+    demoted: int = 0
 
 
 class UpdateRing(SharedRing):
     """The physics' updates, written by the physics process and read by the
     modules' process. Row: [t, angles (j, 4), positions (n, 3), rotations
-    (n, 3, 3), steps, iterations, unconverged, work] for j joints, n = j + 1
-    links."""
+    (n, 3, 3), steps, iterations, unconverged, work, demoted] for j joints,
+    n = j + 1 links."""
 
     def __init__(self, joints: int, capacity: int = UPDATE_CAPACITY,
                  name: str | None = None) -> None:
         self.joints = joints
         n = joints + 1
-        super().__init__(1 + 4 * joints + 12 * n + 4, capacity, name)
+        super().__init__(1 + 4 * joints + 12 * n + 5, capacity, name)
 
     def _overrun(self, behind: int) -> PhysicsError:
         return PhysicsError(f"the modules fell {behind} updates behind the physics (ring "
@@ -238,7 +260,7 @@ class UpdateRing(SharedRing):
     def publish(self, u: PhysicsUpdate) -> None:
         self._append_row(np.concatenate([
             [u.t], u.angles.ravel(), u.positions.ravel(), u.rotations.ravel(),
-            [u.steps, u.iterations, u.unconverged, u.work]]))
+            [u.steps, u.iterations, u.unconverged, u.work, u.demoted]]))
 
     def unpack(self, row: np.ndarray) -> PhysicsUpdate:
         j, n = self.joints, self.joints + 1
@@ -247,7 +269,7 @@ class UpdateRing(SharedRing):
         c = b + 9 * n
         return PhysicsUpdate(float(row[0]), row[1:a].reshape(j, 4), row[a:b].reshape(n, 3),
                              row[b:c].reshape(n, 3, 3), int(row[c]), int(row[c + 1]),
-                             int(row[c + 2]), float(row[c + 3]))
+                             int(row[c + 2]), float(row[c + 3]), int(row[c + 4]))
 
 
 class _RecordedMotor:
@@ -267,10 +289,49 @@ class _RecordedMotor:
         pass   # the modules' process takes the link angles from the update
 
 
-def _update(aiko: SimulatedAiko) -> PhysicsUpdate:
+def _update(aiko: SimulatedAiko, demoted: int = 0) -> PhysicsUpdate:
     return PhysicsUpdate(aiko.t, aiko.joint_angles(), aiko.positions().copy(),
                          aiko.rotations(), aiko.steps, aiko.iterations, aiko.unconverged,
-                         aiko.work)
+                         aiko.work, demoted)
+
+
+class _Realtime:
+    """The physics process's place in the real-time class: asked for at the
+    start (``priority`` None: never), left after ``limit`` s of stepping
+    without catching up, asked for again once caught up. ``request`` and
+    ``normal`` change the calling process's class (tests give stand-ins)."""
+
+    def __init__(self, priority: int | None, limit: float = BEHIND_LIMIT,
+                 request: Callable[[int], Priority] = request_realtime,
+                 normal: Callable[[], None] = request_normal) -> None:
+        self.priority = priority
+        self.limit = limit
+        self._request, self._normal = request, normal
+        self.granted = Priority(False, reason="not asked for")
+        self.active = False
+        self.demoted = 0
+        self._busy_since: float | None = None
+
+    def request(self) -> Priority:
+        if self.priority is not None:
+            self.granted = self._request(self.priority)
+        self.active = self.granted.realtime
+        return self.granted
+
+    def stepped(self, now: float) -> None:
+        """A chunk was stepped at ``now`` (monotonic s)."""
+        if self._busy_since is None:
+            self._busy_since = now
+        elif self.active and now - self._busy_since > self.limit:
+            self._normal()
+            self.active = False
+            self.demoted += 1
+
+    def caught_up(self) -> None:
+        """Nothing left to step: the physics sleeps until the next tick."""
+        self._busy_since = None
+        if self.granted.realtime and not self.active:
+            self.request()
 
 
 def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko,
@@ -278,9 +339,12 @@ def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko
     """Note the motor record's new rows in the plant; the newest time."""
     if len(rows) == 0:
         return None
-    for row in rows:
-        t, theta, speed, driven = record.unpack(row)
-        aiko.note_motors(t, np.stack([theta, speed], axis=-1))
+    j = record.joints
+    x = np.empty((len(rows), j, 2, 2))
+    x[..., 0] = rows[:, 1:1 + 2 * j].reshape(-1, j, 2)
+    x[..., 1] = rows[:, 1 + 2 * j:1 + 4 * j].reshape(-1, j, 2)
+    aiko.note_motor_rows(rows[:, 0], x)
+    t, theta, speed, driven = record.unpack(rows[-1])
     for i, m in enumerate(motors):    # the stand-ins hold the newest state (limp or driven)
         m.motor_angles = (float(theta[i, 0]), float(theta[i, 1]))
         m.motor_speeds = (float(speed[i, 0]), float(speed[i, 1]))
@@ -288,12 +352,13 @@ def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko
     return t
 
 
-def _serve(conn: Connection, wake: Connection, told: Connection, nice: int) -> None:
+def _serve(conn: Connection, wake: Connection, told: Connection,
+           priority: tuple[int | None, float]) -> None:
     """The physics process: load the kernels, wait for the snake to simulate
     (``("start", model, state, backlash, record name, ring name)``; None:
-    end), then step behind the record until the wake pipe closes."""
-    if nice > 0:
-        os.nice(nice)
+    end), then step behind the record, at the real-time ``priority`` (None:
+    normal; leaving it after the given seconds behind), until the wake pipe
+    closes."""
     try:
         from aiko.model import warm_up
         warm_up()             # the kernels, while the parent is still setting up
@@ -303,7 +368,7 @@ def _serve(conn: Connection, wake: Connection, told: Connection, nice: int) -> N
         _, model, state, backlash, record_name, ring_name = msg
         os.set_blocking(told.fileno(), False)   # the physics never waits for the modules
         _simulate(conn, (wake.fileno(), told.fileno()), model, state, backlash, record_name,
-                  ring_name)
+                  ring_name, _Realtime(*priority))
     except (EOFError, BrokenPipeError):
         pass     # the modules' process is gone
     except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it
@@ -314,7 +379,7 @@ def _serve(conn: Connection, wake: Connection, told: Connection, nice: int) -> N
 
 
 def _simulate(conn: Connection, fds: tuple[int, int], model: SnakeModel, state: SnakeState,
-              backlash: np.ndarray, record_name: str, ring_name: str) -> None:
+              backlash: np.ndarray, record_name: str, ring_name: str, rt: _Realtime) -> None:
     from aiko.experiments.rig.plant import SimulatedAiko
 
     motors = [_RecordedMotor(float(b)) for b in backlash]
@@ -327,19 +392,23 @@ def _simulate(conn: Connection, fds: tuple[int, int], model: SnakeModel, state: 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             warm.advance(state.t + model.dt, 1)         # this snake's first step, untimed
+            warm.note_motors(state.t + 2 * model.dt)
+            warm.advance(state.t + 2 * model.dt, 1)     # and one from the record
         freeze_heap()   # not a full collection in the middle of catching up
-        conn.send(("ready", _update(aiko)))
-        _loop(fds, record, ring, motors, aiko)
+        granted = rt.request()
+        conn.send(("ready", (_update(aiko), str(granted))))
+        _loop(fds, (record, ring), motors, aiko, rt)
     finally:
         record.close()
         ring.close()
 
 
-def _loop(fds: tuple[int, int], record: MotorRecord, ring: UpdateRing,
-          motors: list[_RecordedMotor], aiko: SimulatedAiko) -> None:
+def _loop(fds: tuple[int, int], rings: tuple[MotorRecord, UpdateRing],
+          motors: list[_RecordedMotor], aiko: SimulatedAiko, rt: _Realtime) -> None:
     """Step behind the record; ``fds``: the wake pipe's end (read) and the
     told pipe's (written after each update)."""
     wake_fd, told_fd = fds
+    record, ring = rings
     seen = 0
     target = aiko.t
     last_sent = 0.0
@@ -357,14 +426,17 @@ def _loop(fds: tuple[int, int], record: MotorRecord, ring: UpdateRing,
         ahead = int((target - aiko.t) / dt + 1e-9)
         if ahead >= chunk and aiko.advance(aiko.t + ahead * dt, 2 * chunk):
             now = time.monotonic()
+            rt.stepped(now)
             # catching up, a chunk takes less than a tick: publish at most one
             # update a tick (the modules take the newest), and the last one
             if now - last_sent >= SEND_INTERVAL or aiko.t >= target - 0.5 * aiko.model.dt:
-                ring.publish(_update(aiko))
+                ring.publish(_update(aiko, rt.demoted))
                 last_sent = now
                 _nudge(told_fd)   # if 64 kB are untold, the modules take them at a tick
-        elif not os.read(wake_fd, 4096):   # caught up: sleep until the next tick
-            return                         # the modules' process closed the pipe
+        else:                              # caught up: sleep until the next tick
+            rt.caught_up()
+            if not os.read(wake_fd, 4096):
+                return                     # the modules' process closed the pipe
 
 
 def _nudge(fd: int) -> None:
@@ -386,10 +458,15 @@ class PhysicsProcess:
     and waits until it is ready; ``note_motors(t, theta, speed, driven)``
     after every tick of the modules; ``updates()`` the updates that arrived
     since the last call (never waits); ``close()`` ends the child (also after
-    a failure, or before a start)."""
+    a failure, or before a start). The child steps in the real-time class at
+    ``priority`` (None: in the normal class), what it got in ``granted``
+    once started, and leaves it after ``behind_limit`` s without catching up."""
 
-    def __init__(self, nice: int = PHYSICS_NICE) -> None:
-        self.nice = nice
+    def __init__(self, priority: int | None = PHYSICS_PRIORITY,
+                 behind_limit: float = BEHIND_LIMIT) -> None:
+        self.priority = priority
+        self.behind_limit = behind_limit
+        self.granted = ""     # the child's scheduling, once started (str of a Priority)
         self.record: MotorRecord | None = None
         self.ring: UpdateRing | None = None
         self._seen = 0
@@ -417,7 +494,8 @@ class PhysicsProcess:
         self._watch = select.poll()       # the child's error or end, without a selector a tick
         self._watch.register(parent.fileno(), select.POLLIN)
         self._proc = ctx.Process(target=_serve, name="aiko-physics", daemon=True,
-                                 args=(child, wake_r, told_w, self.nice))
+                                 args=(child, wake_r, told_w,
+                                       (self.priority, self.behind_limit)))
         self._proc.start()
         child.close()
         wake_r.close()
@@ -447,7 +525,11 @@ class PhysicsProcess:
             raise self._ended() from exc
         if not self._conn.poll(timeout):
             raise PhysicsError(f"not ready after {timeout:.0f} s")
-        return self._expect_update(self._recv())
+        kind, body = self._recv()
+        if kind != "ready":
+            self._expect_update((kind, body))    # raises the child's error
+        first, self.granted = cast("tuple[PhysicsUpdate, str]", body)
+        return first
 
     def _recv(self) -> tuple[str, object]:
         assert self._conn is not None

@@ -31,6 +31,7 @@ import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT
 from aiko.experiments.rig.plant_params import PlantParams
+from aiko.experiments.rig.references import pd_references, recorded_references
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModelParams, JointModule
 from aiko.firmware_interface.protocol import NmtCommand
@@ -39,6 +40,10 @@ from aiko.model.errors import ParameterError
 
 __all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz", "drive_plant", "PlantRun",
            "PLANT_TICK"]
+
+RECORD_START = 64
+"""Entries the simulated Aiko's motor record holds before it grows (it keeps
+the ticks the physics has not reached: a few while it keeps up)."""
 
 
 class SimulatedAiko:
@@ -74,8 +79,10 @@ class SimulatedAiko:
         for m, a in zip(self.modules, self._angles, strict=True):
             m.set_angles(a[0], a[1])
         self._theta = self._motor_angles()
-        self._record_t: deque[float] = deque()
-        self._record_theta: deque[np.ndarray] = deque()   # (n-1, 2, 2): angles, speeds
+        # the motors' record: entries lo..hi of (times, [angle, speed] (n-1, 2, 2))
+        self._rec_t = np.empty(RECORD_START)
+        self._rec_x = np.empty((RECORD_START, len(self.modules), 2, 2))
+        self._rec_lo = self._rec_hi = 0
         self._half = np.array([[0.5 * m.params.backlash] * 2 for m in self.modules])
 
     @property
@@ -99,43 +106,43 @@ class SimulatedAiko:
     def note_motors(self, t: float, motors: np.ndarray | None = None) -> None:
         """Record the motors' angles at the modules' time t (s), after a tick:
         read from the modules, or ``motors`` (n-1, 2, 2) [angle, speed]."""
-        self._record_t.append(t)
-        self._record_theta.append(
-            np.stack([self._motor_angles(), self._motor_speeds()], axis=-1) if motors is None
-            else np.array(motors, dtype=float))
-        while self._record_t and self._record_t[0] <= self.state.t:
-            self._record_t.popleft()     # the physics is past it
-            self._record_theta.popleft()
+        x = (np.stack([self._motor_angles(), self._motor_speeds()], axis=-1) if motors is None
+             else np.asarray(motors, dtype=float))
+        self.note_motor_rows(np.array([t], dtype=float), x[None])
+
+    def note_motor_rows(self, t: np.ndarray, x: np.ndarray) -> None:
+        """:meth:`note_motors` for k ticks at once: times t (k,) s, ascending
+        and after the last one noted, and [angle, speed] x (k, n-1, 2, 2)."""
+        k = len(t)
+        if self._rec_hi + k > len(self._rec_t):
+            self._make_room(k)
+        self._rec_t[self._rec_hi:self._rec_hi + k] = t
+        self._rec_x[self._rec_hi:self._rec_hi + k] = x
+        self._rec_hi += k
+        self._drop_passed()
+
+    def _make_room(self, k: int) -> None:
+        """Move the live entries to the front, growing the arrays if they
+        would still not hold k more."""
+        live = self._rec_hi - self._rec_lo
+        size = len(self._rec_t)
+        while live + k > size // 2:
+            size *= 2
+        t, x = self._rec_t, self._rec_x
+        if size != len(t):
+            self._rec_t = np.empty(size)
+            self._rec_x = np.empty((size,) + x.shape[1:])
+        self._rec_t[:live] = t[self._rec_lo:self._rec_hi]
+        self._rec_x[:live] = x[self._rec_lo:self._rec_hi]
+        self._rec_lo, self._rec_hi = 0, live
+
+    def _drop_passed(self) -> None:
+        """Forget the entries at or before the physics' time (it is past them)."""
+        self._rec_lo += int(np.searchsorted(self._rec_t[self._rec_lo:self._rec_hi],
+                                            self.state.t, side="right"))
 
     def _motor_speeds(self) -> np.ndarray:
         return np.array([mod.motor_speeds for mod in self.modules], dtype=float).reshape(-1, 2)
-
-    def _recorded_motors(self, m: int) -> np.ndarray | None:
-        """Motor angles and speeds (m, n-1, 2, 2) at the next m step times: the
-        angle interpolated between the physics' last one and the recorded
-        ticks after it, the speed as recorded at the end of each tick's
-        interval (as a plant that keeps up sees it); None where the record does
-        not reach the last step."""
-        t0 = self.state.t
-        t_steps = t0 + self.model.dt * np.arange(1, m + 1)
-        if not self._record_t or self._record_t[-1] < t_steps[-1] - 0.5 * self.model.dt:
-            return None
-        later = []   # the entries after t0 up to the first one past the last step
-        for t, th in zip(self._record_t, self._record_theta, strict=True):
-            if t > t0 + 1e-9:
-                later.append((t, th))
-                if t >= t_steps[-1] + 1e-9:
-                    break
-        if not later:
-            return None
-        ts = np.array([t0] + [t for t, _ in later])
-        th = np.stack([later[0][1]] + [x for _, x in later])       # (k, n-1, 2, 2)
-        th[0, ..., 0] = self._theta
-        i = np.clip(np.searchsorted(ts - 1e-9, t_steps), 1, len(ts) - 1)
-        w = np.clip((t_steps - ts[i - 1]) / np.maximum(ts[i] - ts[i - 1], 1e-12), 0.0, 1.0)
-        out = th[i].copy()
-        out[..., 0] = th[i - 1, ..., 0] + (th[i, ..., 0] - th[i - 1, ..., 0]) * w[:, None, None]
-        return out
 
     def step_references(self, m: int, total: int | None = None) -> np.ndarray:
         """References (m, n-1, 4) for the PD law over the next m of ``total``
@@ -145,25 +152,20 @@ class SimulatedAiko:
         edge of the free play around it, or left alone inside the play or by a
         limp motor."""
         total = m if total is None else total
-        recorded = self._recorded_motors(m)
-        if recorded is None:
-            theta_new = self._motor_angles()
-            frac = (np.arange(1, m + 1) / total)[:, None, None]
-            theta = self._theta[None] + (theta_new - self._theta)[None] * frac  # (m, n-1, 2)
-            speed = self._motor_speeds()[None]
-        else:
-            theta, speed = recorded[..., 0], recorded[..., 1]
-        link = self._angles[:, :2][None]
-        link_rate = self._angles[:, 2:][None]
-        ref = np.clip(link, theta - self._half[None], theta + self._half[None])
-        engaged = ref != link
-        rate = np.where(engaged, speed, link_rate)
-        driven = np.array([mod.motors_driven for mod in self.modules]).reshape(-1, 2)[None]
-        out = np.empty((m, len(self.modules), 4))
-        out[..., :2] = np.where(driven, ref, link)
-        out[..., 2:] = np.where(driven, rate, link_rate)
+        driven = np.array([mod.motors_driven for mod in self.modules]).reshape(-1, 2)
+        lo, hi = self._rec_lo, self._rec_hi
+        recorded = None if lo == hi else recorded_references(
+            self.state.t, self.model.dt, m, self._rec_t[lo:hi], self._rec_x[lo:hi],
+            self._theta, self._angles, self._half, driven)
+        if recorded is not None:
+            out, self._theta = recorded
+            return out
+        theta_new = self._motor_angles()
+        frac = (np.arange(1, m + 1) / total)[:, None, None]
+        theta = self._theta[None] + (theta_new - self._theta)[None] * frac  # (m, n-1, 2)
+        speed = np.broadcast_to(self._motor_speeds()[None], theta.shape)
         self._theta = theta[-1]
-        return out
+        return pd_references(theta, speed, self._angles, self._half, driven)
 
     def advance(self, t: float, max_steps: int | None = None) -> int:
         """Step the physics toward the time step nearest t, at most

@@ -226,7 +226,8 @@ class SimulatedRig:
                        unconverged=last.unconverged if last else 0,
                        late_updates=self.late_updates, max_lag_ms=1000.0 * self.lag.max,
                        lag_p50_ms=self.lag_percentile(50), lag_p99_ms=self.lag_percentile(99),
-                       physics_pid=self.physics.pid)
+                       physics_pid=self.physics.pid, physics_priority=self.physics.granted,
+                       physics_demoted=last.demoted if last else 0)
         out["cpu_s"] = time.process_time()
         if self.sender is not None and self.view is not None:
             out.update(mocap_frames=self.sender.sent, mocap_held=self.view.held)
@@ -245,7 +246,8 @@ class SimulatedRig:
             self.last = await asyncio.to_thread(self.physics.start, self.model,
                                                 self.start_state, backlash)
             self.priority = request_realtime()
-            log.info("joint modules' process: %s", self.priority)
+            log.info("joint modules' process: %s; physics: %s", self.priority,
+                     self.physics.granted)
             await self._serve(on_ready, on_status)
         finally:
             await asyncio.to_thread(self.physics.close)

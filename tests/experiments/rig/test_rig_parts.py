@@ -23,6 +23,7 @@ from aiko.experiments.analysis.compare import (
 from aiko.experiments.rig.alignment import start_posture
 from aiko.experiments.rig.parallel_model import ParallelModel, ramped_references
 from aiko.experiments.rig.plant import MocapView, PlantParams, SimulatedAiko, euler_xyz
+from aiko.experiments.rig.references import recorded_references_reference
 from aiko.experiments.trial.processes import ChildProcesses
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModule
@@ -399,43 +400,38 @@ def test_lag_percentile_reads_the_histogram():
     assert rig.lag_percentile(99) == 1000 * LAG_BIN * 41
 
 
-def _recorded_motors_reference(aiko, m):
-    """The motor record read in full (the plant reads only what the steps need)."""
-    t0 = aiko.state.t
-    later = [(t, th) for t, th in zip(aiko._record_t, aiko._record_theta, strict=True)
-             if t > t0 + 1e-9]
-    t_steps = t0 + aiko.model.dt * np.arange(1, m + 1)
-    if not later or later[-1][0] < t_steps[-1] - 0.5 * aiko.model.dt:
-        return None
-    ts = np.array([t0] + [t for t, _ in later])
-    th = np.stack([later[0][1]] + [x for _, x in later])
-    th[0, ..., 0] = aiko._theta
-    i = np.clip(np.searchsorted(ts - 1e-9, t_steps), 1, len(ts) - 1)
-    w = np.clip((t_steps - ts[i - 1]) / np.maximum(ts[i] - ts[i - 1], 1e-12), 0.0, 1.0)
-    out = th[i].copy()
-    out[..., 0] = th[i - 1, ..., 0] + (th[i, ..., 0] - th[i - 1, ..., 0]) * w[:, None, None]
-    return out
-
-
 @pytest.mark.parametrize("seed", range(5))
 def test_the_plant_reads_the_motor_record_as_in_full(seed):
-    """A long record (the physics far behind): reading only the entries the
-    next steps need gives what reading all of them gives."""
+    """A long record (the physics far behind): the plant's references from
+    the entries it keeps are the references from every entry ever noted, and
+    without a record reaching its steps it falls back to the motors' angles."""
     rng = np.random.default_rng(seed)
     plant = PlantParams()
     n = 4
     modules = [JointModule(i, params=plant.joint_params()) for i in range(1, n)]
     aiko = SimulatedAiko(SnakeModel(SnakeParams(n=n), plant.solver_params()), modules)
+    ts, xs = [], []
     t = 0.0
-    for _ in range(200):
+    for _ in range(200):                               # grows its arrays past their start
         t += float(rng.choice([0.002, 0.0021, 0.0005, 0.002]))
-        aiko.note_motors(t, rng.normal(size=(n - 1, 2, 2)))
+        ts.append(t)
+        xs.append(rng.normal(size=(n - 1, 2, 2)))
+        aiko.note_motors(t, xs[-1])
+    driven = np.array([m.motors_driven for m in modules]).reshape(-1, 2)
     for m in (1, 3, 8, 40):
         for t0 in (0.0, 0.0101, 0.1):
             aiko.state.t = t0
-            got, want = aiko._recorded_motors(m), _recorded_motors_reference(aiko, m)
-            assert (got is None) == (want is None)
-            if want is not None:
-                np.testing.assert_array_equal(got, want)
+            theta0 = aiko._theta.copy()
+            want = recorded_references_reference(t0, aiko.model.dt, m, np.array(ts),
+                                                 np.array(xs), theta0, aiko._angles,
+                                                 aiko._half, driven)
+            assert want is not None
+            np.testing.assert_array_equal(aiko.step_references(m), want[0])
+            np.testing.assert_array_equal(aiko._theta, want[1])
     aiko.state.t = t                                   # nothing recorded after it
-    assert aiko._recorded_motors(4) is None
+    aiko.note_motors(t, xs[-1])                        # drops the entries it is past
+    assert aiko._rec_hi == aiko._rec_lo
+    motors = np.array([m.motor_angles for m in modules]).reshape(-1, 2)
+    refs = aiko.step_references(4)                     # the motors' angles, no record
+    np.testing.assert_allclose(aiko._theta, motors)
+    assert refs.shape == (4, n - 1, 4)
