@@ -215,11 +215,18 @@ class MotorRecord(SharedRing):
             entry += m.motors_driven
         self._append_row(entry)
 
+    def unpack_rows(self, rows: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(t (k,), theta, speed, driven (k, joints, 2)) of rows (k, width)."""
+        j = self.joints
+        return (rows[:, 0], rows[:, 1:1 + 2 * j].reshape(-1, j, 2),
+                rows[:, 1 + 2 * j:1 + 4 * j].reshape(-1, j, 2),
+                rows[:, 1 + 4 * j:].reshape(-1, j, 2) > 0.5)
+
     def unpack(self, row: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """(t, theta, speed, driven) of one row."""
-        j = self.joints
-        return (float(row[0]), row[1:1 + 2 * j].reshape(j, 2), row[1 + 2 * j:1 + 4 * j]
-                .reshape(j, 2), row[1 + 4 * j:].reshape(j, 2) > 0.5)
+        t, theta, speed, driven = self.unpack_rows(row[None])
+        return float(t[0]), theta[0], speed[0], driven[0]
 
 
 @dataclass(frozen=True)
@@ -339,26 +346,23 @@ def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko
     """Note the motor record's new rows in the plant; the newest time."""
     if len(rows) == 0:
         return None
-    j = record.joints
-    x = np.empty((len(rows), j, 2, 2))
-    x[..., 0] = rows[:, 1:1 + 2 * j].reshape(-1, j, 2)
-    x[..., 1] = rows[:, 1 + 2 * j:1 + 4 * j].reshape(-1, j, 2)
-    aiko.note_motor_rows(rows[:, 0], x)
-    t, theta, speed, driven = record.unpack(rows[-1])
+    ts, thetas, speeds, drivens = record.unpack_rows(rows)
+    aiko.note_motor_rows(ts, np.stack([thetas, speeds], axis=-1))
+    theta, speed, driven = thetas[-1], speeds[-1], drivens[-1]
     for i, m in enumerate(motors):    # the stand-ins hold the newest state (limp or driven)
         m.motor_angles = (float(theta[i, 0]), float(theta[i, 1]))
         m.motor_speeds = (float(speed[i, 0]), float(speed[i, 1]))
         m.motors_driven = (bool(driven[i, 0]), bool(driven[i, 1]))
-    return t
+    return float(ts[-1])
 
 
 def _serve(conn: Connection, wake: Connection, told: Connection,
-           priority: tuple[int | None, float]) -> None:
+           realtime: tuple[int | None, float]) -> None:
     """The physics process: load the kernels, wait for the snake to simulate
     (``("start", model, state, backlash, record name, ring name)``; None:
-    end), then step behind the record, at the real-time ``priority`` (None:
-    normal; leaving it after the given seconds behind), until the wake pipe
-    closes."""
+    end), then step behind the record until the wake pipe closes;
+    ``realtime``: the real-time priority to step at (None: the normal class)
+    and the seconds behind after which it leaves it."""
     try:
         from aiko.model import warm_up
         warm_up()             # the kernels, while the parent is still setting up
@@ -368,7 +372,7 @@ def _serve(conn: Connection, wake: Connection, told: Connection,
         _, model, state, backlash, record_name, ring_name = msg
         os.set_blocking(told.fileno(), False)   # the physics never waits for the modules
         _simulate(conn, (wake.fileno(), told.fileno()), model, state, backlash, record_name,
-                  ring_name, _Realtime(*priority))
+                  ring_name, _Realtime(*realtime))
     except (EOFError, BrokenPipeError):
         pass     # the modules' process is gone
     except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it

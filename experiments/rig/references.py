@@ -105,19 +105,19 @@ def _recorded_references(t0, dt, rec_t, rec_x, theta0, link, half, driven, out,
     if k == 0 or rec_t[k - 1] < t_last - 0.5 * dt:
         return False
     first = 0                          # the first entry after t0
-    while first < k and not rec_t[first] > t0 + 1e-9:
+    while first < k and not rec_t[first] > t0 + _EPS_T:
         first += 1
     if first == k:
         return False
     end = first                        # the last entry used: the first past the last step
-    while end < k - 1 and not rec_t[end] >= t_last + 1e-9:
+    while end < k - 1 and not rec_t[end] >= t_last + _EPS_T:
         end += 1
     n_ts = end - first + 2             # t0, then the entries first..end
     i = 1
     for s in range(m):
         t = t0 + dt * (s + 1)
-        while i < n_ts - 1 and rec_t[first + i - 1] - 1e-9 < t:
-            i += 1                     # the first time (less 1e-9) at or after t
+        while i < n_ts - 1 and rec_t[first + i - 1] - _EPS_T < t:
+            i += 1                     # the first time (less _EPS_T) at or after t
         a = first + i - 2              # the entry before (-1 + first: t0 itself)
         b = first + i - 1
         ta = t0 if i == 1 else rec_t[a]
