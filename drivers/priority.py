@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["Priority", "request_realtime", "request_normal", "freeze_heap",
-           "REALTIME_PRIORITY"]
+           "RealtimeGovernor", "REALTIME_PRIORITY"]
 
 REALTIME_PRIORITY = 10
 """SCHED_FIFO priority asked for (1..99): above every normal process, below
@@ -67,6 +68,50 @@ def request_normal() -> None:
             os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
         except OSError:
             pass
+
+
+class RealtimeGovernor:
+    """A compute-bound process's place in the real-time class (the simulated
+    Aiko's physics, the parallel model): asked for by :meth:`request` at
+    ``priority`` (None: never), left after ``limit`` s of work without once
+    catching up (:meth:`stepped` after each piece of work, :meth:`caught_up`
+    when there is none left), counted in ``demoted``, asked for again once
+    caught up. A machine too slow for the process never loses a core to it
+    for long: the process falls behind, honestly, in the normal class.
+    ``request`` and ``normal`` change the calling process's class (tests
+    give stand-ins)."""
+
+    def __init__(self, priority: int | None, limit: float,
+                 request: Callable[[int], Priority] = request_realtime,
+                 normal: Callable[[], None] = request_normal) -> None:
+        self.priority = priority
+        self.limit = limit
+        self._request, self._normal = request, normal
+        self.granted = Priority(False, reason="not asked for")
+        self.active = False
+        self.demoted = 0
+        self._busy_since: float | None = None
+
+    def request(self) -> Priority:
+        if self.priority is not None:
+            self.granted = self._request(self.priority)
+        self.active = self.granted.realtime
+        return self.granted
+
+    def stepped(self, now: float) -> None:
+        """A piece of work was done at ``now`` (monotonic s)."""
+        if self._busy_since is None:
+            self._busy_since = now
+        elif self.active and now - self._busy_since > self.limit:
+            self._normal()
+            self.active = False
+            self.demoted += 1
+
+    def caught_up(self) -> None:
+        """Nothing left to do: the process waits for more."""
+        self._busy_since = None
+        if self.granted.realtime and not self.active:
+            self.request()
 
 
 def freeze_heap() -> None:

@@ -409,7 +409,10 @@ def _print_rig(result, report) -> None:
         if m.get("stopped"):
             print(f"parallel model: stopped during the trial: {m['stopped']}")
         else:
-            print(f"parallel model: {m['samples']} samples, lag max {m['max_lag_s']:.2f} s")
+            demoted = (m.get("done") or {}).get("demoted")
+            print(f"parallel model: {m['samples']} samples, lag max {m['max_lag_s']:.2f} s"
+                  + (f"; it left the real-time class {demoted} time(s), unable to keep up"
+                     if demoted else ""))
 
 
 def _check(gait, nodes: int, duration: float | None, limit_deg: float,

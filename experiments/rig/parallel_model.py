@@ -15,6 +15,12 @@ lines:
   trial time from T0, ``{"done": {...}}`` at the end, ``{"error": "..."}`` for
   input it cannot use (it then goes on).
 
+It steps in the real-time class (``--priority``, :data:`MODEL_PRIORITY`:
+below the simulated Aiko's physics, above every normal process) while it
+keeps up, and leaves it after :data:`BEHIND_LIMIT` s of periods it simulated
+slower than they lasted (:class:`~aiko.drivers.priority.RealtimeGovernor`);
+``ready`` says what it got and ``done`` how often it left.
+
 How references act, as the joint modules apply them: a period's references
 (sent at t_k) hold from t_k until the next period's send time, and each angle
 moves on with its rate reference meanwhile, clamped to the joint limit (the
@@ -37,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT
-from aiko.drivers.priority import freeze_heap
+from aiko.drivers.priority import REALTIME_PRIORITY, RealtimeGovernor, freeze_heap
 from aiko.model import (
     ConvergenceWarning,
     SnakeModel,
@@ -48,7 +54,20 @@ from aiko.model import (
 )
 from aiko.model.errors import JointReferenceError, StateError
 
-__all__ = ["ParallelModel", "ModelSample", "ramped_references", "main"]
+__all__ = ["ParallelModel", "ModelSample", "ramped_references", "main", "MODEL_PRIORITY",
+           "BEHIND_LIMIT"]
+
+MODEL_PRIORITY = REALTIME_PRIORITY - 7
+"""The parallel model's ``SCHED_FIFO`` priority: below the trial runner's
+and the emulated modules' (10) and the simulated Aiko's physics (5), whose
+timing comes first, above every normal process. At nice 10 in the normal
+class it waited behind all of them and a browser too: its lag rose from
+90-130 to 120-220 ms once the physics stepped in the real-time class."""
+
+BEHIND_LIMIT = 1.0
+"""Wall time (s) the model may spend simulating periods slower than they
+last before it leaves the real-time class (a machine too slow for it keeps
+its processors for the rest); it asks again after a period it kept up with."""
 
 
 def ramped_references(refs: np.ndarray, elapsed: np.ndarray,
@@ -194,8 +213,21 @@ def _samples(samples: list[ModelSample]) -> None:
         _emit({"sample": {"t": s.t, "positions": np.round(s.positions, 9).tolist()}})
 
 
-def serve(pm: ParallelModel, lines) -> bool:
-    """Handle JSON lines until ``end`` (True) or the end of input (False)."""
+def _refs(pm: ParallelModel, body: dict, rt: RealtimeGovernor | None) -> None:
+    """Simulate up to a period's send time; kept up if that took less wall
+    time than the trial time it covered."""
+    t_before, w0 = pm.t, time.monotonic()
+    _samples(pm.add_refs(float(body["t"]), body["refs"]))
+    if rt is not None and t_before is not None and pm.t is not None:
+        now = time.monotonic()
+        rt.stepped(now)
+        if now - w0 < pm.t - t_before:
+            rt.caught_up()
+
+
+def serve(pm: ParallelModel, lines, rt: RealtimeGovernor | None = None) -> bool:
+    """Handle JSON lines until ``end`` (True) or the end of input (False);
+    ``rt`` keeps the process in the real-time class while it keeps up."""
     for line in lines:
         try:
             msg = json.loads(line)
@@ -205,10 +237,10 @@ def serve(pm: ParallelModel, lines) -> bool:
             if kind == "start":
                 _samples(pm.start(float(body["t"]), body["q"]))
             elif kind == "ref":
-                _samples(pm.add_refs(float(body["t"]), body["refs"]))
+                _refs(pm, body, rt)
             elif kind == "end":
                 _samples(pm.finish(float(body["t"])))
-                _emit({"done": pm.stats()})
+                _emit({"done": pm.stats() | {"demoted": rt.demoted if rt else 0}})
                 return True
             else:
                 raise ValueError(f"unknown message {kind!r}")
@@ -223,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--solver", default="{}", help="SolverParams fields as JSON")
     p.add_argument("--rate", type=float, default=20.0)
     p.add_argument("--scene", default=None, help="the obstacles as JSON (scene_file.scene_json)")
+    p.add_argument("--priority", type=int, default=None,
+                   help="SCHED_FIFO priority to simulate at while keeping up (default: normal)")
     args = p.parse_args(argv)
     try:
         from aiko.experiments.files.scene_file import scene_from_json
@@ -234,8 +268,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     compile_s = warm_up()
     freeze_heap()
-    _emit({"ready": {"n": model.n, "dt": model.dt, "load_s": compile_s}})
-    return 0 if serve(pm, sys.stdin) else 1
+    rt = RealtimeGovernor(args.priority, BEHIND_LIMIT)
+    granted = rt.request()
+    _emit({"ready": {"n": model.n, "dt": model.dt, "load_s": compile_s,
+                     "priority": str(granted)}})
+    return 0 if serve(pm, sys.stdin, rt) else 1
 
 
 if __name__ == "__main__":

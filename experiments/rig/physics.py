@@ -48,17 +48,11 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from aiko.drivers.priority import (
-    REALTIME_PRIORITY,
-    Priority,
-    freeze_heap,
-    request_normal,
-    request_realtime,
-)
+from aiko.drivers.priority import REALTIME_PRIORITY, RealtimeGovernor, freeze_heap
 from aiko.model.errors import AikoError
 
 if TYPE_CHECKING:   # loaded by the child (the parent may not have them yet)
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from aiko.experiments.rig.plant import SimulatedAiko
     from aiko.firmware_interface.emulator import JointModule
@@ -302,45 +296,6 @@ def _update(aiko: SimulatedAiko, demoted: int = 0) -> PhysicsUpdate:
                          aiko.work, demoted)
 
 
-class _Realtime:
-    """The physics process's place in the real-time class: asked for at the
-    start (``priority`` None: never), left after ``limit`` s of stepping
-    without catching up, asked for again once caught up. ``request`` and
-    ``normal`` change the calling process's class (tests give stand-ins)."""
-
-    def __init__(self, priority: int | None, limit: float = BEHIND_LIMIT,
-                 request: Callable[[int], Priority] = request_realtime,
-                 normal: Callable[[], None] = request_normal) -> None:
-        self.priority = priority
-        self.limit = limit
-        self._request, self._normal = request, normal
-        self.granted = Priority(False, reason="not asked for")
-        self.active = False
-        self.demoted = 0
-        self._busy_since: float | None = None
-
-    def request(self) -> Priority:
-        if self.priority is not None:
-            self.granted = self._request(self.priority)
-        self.active = self.granted.realtime
-        return self.granted
-
-    def stepped(self, now: float) -> None:
-        """A chunk was stepped at ``now`` (monotonic s)."""
-        if self._busy_since is None:
-            self._busy_since = now
-        elif self.active and now - self._busy_since > self.limit:
-            self._normal()
-            self.active = False
-            self.demoted += 1
-
-    def caught_up(self) -> None:
-        """Nothing left to step: the physics sleeps until the next tick."""
-        self._busy_since = None
-        if self.granted.realtime and not self.active:
-            self.request()
-
-
 def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko,
           rows: np.ndarray) -> float | None:
     """Note the motor record's new rows in the plant; the newest time."""
@@ -372,7 +327,7 @@ def _serve(conn: Connection, wake: Connection, told: Connection,
         _, model, state, backlash, record_name, ring_name = msg
         os.set_blocking(told.fileno(), False)   # the physics never waits for the modules
         _simulate(conn, (wake.fileno(), told.fileno()), model, state, backlash, record_name,
-                  ring_name, _Realtime(*realtime))
+                  ring_name, RealtimeGovernor(*realtime))
     except (EOFError, BrokenPipeError):
         pass     # the modules' process is gone
     except Exception as exc:   # noqa: BLE001 - reported to the parent, which raises it
@@ -383,7 +338,7 @@ def _serve(conn: Connection, wake: Connection, told: Connection,
 
 
 def _simulate(conn: Connection, fds: tuple[int, int], model: SnakeModel, state: SnakeState,
-              backlash: np.ndarray, record_name: str, ring_name: str, rt: _Realtime) -> None:
+              backlash: np.ndarray, record_name: str, ring_name: str, rt: RealtimeGovernor) -> None:
     from aiko.experiments.rig.plant import SimulatedAiko
 
     motors = [_RecordedMotor(float(b)) for b in backlash]
@@ -408,7 +363,7 @@ def _simulate(conn: Connection, fds: tuple[int, int], model: SnakeModel, state: 
 
 
 def _loop(fds: tuple[int, int], rings: tuple[MotorRecord, UpdateRing],
-          motors: list[_RecordedMotor], aiko: SimulatedAiko, rt: _Realtime) -> None:
+          motors: list[_RecordedMotor], aiko: SimulatedAiko, rt: RealtimeGovernor) -> None:
     """Step behind the record; ``fds``: the wake pipe's end (read) and the
     told pipe's (written after each update)."""
     wake_fd, told_fd = fds

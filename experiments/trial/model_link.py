@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from aiko.experiments.files.scene_file import scene_json
+from aiko.experiments.rig.parallel_model import MODEL_PRIORITY
 from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
 from aiko.model import SnakeModel
 
@@ -33,14 +34,17 @@ async def start_model_process(procs: ChildProcesses, model: SnakeModel, rate: fl
                               ) -> Child:
     """Start the parallel model process; it says ready
     (:meth:`~aiko.experiments.trial.processes.Child.wait_ready`) once its
-    kernels are loaded. It runs at a lower priority (``MODEL_NICE``) than the
-    trial and the simulated Aiko: it is allowed to lag, they are not."""
+    kernels are loaded. It runs at a lower priority than the trial and the
+    simulated Aiko (their timing comes first, it is allowed to lag): in the
+    real-time class below them (``MODEL_PRIORITY``) while it keeps up, at nice
+    ``MODEL_NICE`` in the normal class otherwise."""
     p = model.params
     params = {k: getattr(p, k) for k in p.__dataclass_fields__}
     return await procs.start("parallel model", python_module(
         "aiko.experiments.rig.parallel_model", "--params", json.dumps(params),
         "--solver", json.dumps({"dt": model.dt, "solver": model.solver.solver}),
-        "--rate", repr(rate), "--scene", scene_json(model.scene)), nice=MODEL_NICE)
+        "--rate", repr(rate), "--scene", scene_json(model.scene),
+        "--priority", str(MODEL_PRIORITY)), nice=MODEL_NICE)
 
 
 def _parse(line: str) -> dict | None:

@@ -292,8 +292,10 @@ async def _start_children(procs: ChildProcesses, config: SessionConfig,
             rate=config.trial.mocap_rate))
         load_figure_library()   # while the children load their kernels
     ready = await wait_all_ready(started, CHILD_START_TIMEOUT)
-    for child in started:
+    for child, said in zip(started, ready, strict=True):
         report.children[child.name] = child.pid
+        if "priority" in said:
+            log.info("%s: scheduling %s", child.name, said["priority"])
     if config.trial.rig == "simulated":
         report.plant = ready[0]
         procs.drain_stdout(started[0], lambda line: _plant_line(report, line))

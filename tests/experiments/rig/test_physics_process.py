@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiko.drivers.priority import Priority
 from aiko.experiments.rig.physics import (
     PHYSICS_PRIORITY,
     MotorRecord,
@@ -21,7 +20,6 @@ from aiko.experiments.rig.physics import (
     PhysicsUpdate,
     SharedRing,
     UpdateRing,
-    _Realtime,
 )
 from aiko.experiments.rig.plant import PlantParams, SimulatedAiko
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
@@ -286,39 +284,6 @@ def test_the_rig_takes_updates_on_arrival_and_ends_with_its_physics():
     # lag would be 2 ms or more every time). Half of them on a quiet machine;
     # a quarter leaves room for a loaded one in the rig's first second.
     assert np.mean(np.array(taken) < 0.002) > 0.25
-
-
-def test_the_physics_leaves_the_real_time_class_while_it_cannot_catch_up():
-    """Virtual time: the class is asked for once, left after ``limit`` s of
-    stepping without once catching up (counted), asked for again when caught
-    up; a refused or unasked class is never changed."""
-    calls = []
-    rt = _Realtime(5, limit=1.0, request=lambda p: calls.append(("fifo", p)) or Priority(True, p),
-                   normal=lambda: calls.append(("normal",)))
-    assert rt.request().realtime and rt.active and calls == [("fifo", 5)]
-    for now in (10.0, 10.5, 11.0):          # a second of stepping: still in the class
-        rt.stepped(now)
-    assert rt.active and rt.demoted == 0
-    rt.caught_up()
-    for now in (20.0, 20.6, 21.2, 21.8):    # 1.2 s behind: left once
-        rt.stepped(now)
-    assert not rt.active and rt.demoted == 1 and calls == [("fifo", 5), ("normal",)]
-    rt.caught_up()                          # back in the class, the count kept
-    assert rt.active and rt.demoted == 1 and calls[-1] == ("fifo", 5)
-    rt.caught_up()
-    assert len(calls) == 3                  # caught up while in the class: no call
-
-    refused = _Realtime(5, limit=0.0, request=lambda p: Priority(False, reason="not permitted"),
-                        normal=lambda: calls.append(("normal",)))
-    unasked = _Realtime(None, limit=0.0, request=lambda p: calls.append(("fifo", p)),
-                        normal=lambda: calls.append(("normal",)))
-    for r in (refused, unasked):
-        assert not r.request().realtime
-        for now in (0.0, 5.0, 10.0):
-            r.stepped(now)
-        r.caught_up()
-        assert not r.active and r.demoted == 0
-    assert len(calls) == 3
 
 
 def _policy(pid):

@@ -5,6 +5,7 @@ motor-link coupling, the simulated motion capture, the process owner."""
 import asyncio
 import math
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from aiko.control import PRESETS, references
 from aiko.drivers.clock import TrialClock, VirtualClock
 from aiko.drivers.mocap import ViconUdpSender, ViconUdpSource
+from aiko.drivers.priority import Priority, RealtimeGovernor, request_realtime
 from aiko.experiments.analysis.compare import (
     ComparisonError,
     Paths,
@@ -21,7 +23,7 @@ from aiko.experiments.analysis.compare import (
     comparison_figure,
 )
 from aiko.experiments.rig.alignment import start_posture
-from aiko.experiments.rig.parallel_model import ParallelModel, ramped_references
+from aiko.experiments.rig.parallel_model import ParallelModel, _refs, ramped_references
 from aiko.experiments.rig.plant import MocapView, PlantParams, SimulatedAiko, euler_xyz
 from aiko.experiments.rig.references import recorded_references_reference
 from aiko.experiments.trial.processes import ChildProcesses
@@ -92,14 +94,47 @@ def test_model_process_speaks_json_lines():
              json.dumps({"ref": {"t": 1.1, "refs": [[0.1, 0, 0, 0], [0, 0, 0, 0]]}}),
              json.dumps({"end": {"t": 1.2}})]
     r = subprocess.run([sys.executable, "-m", "aiko.experiments.rig.parallel_model",
-                        "--params", json.dumps({"n": 3})], input="\n".join(lines) + "\n",
-                       capture_output=True, text=True, timeout=120)
+                        "--params", json.dumps({"n": 3}), "--priority", "3"],
+                       input="\n".join(lines) + "\n", capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     out = [json.loads(x) for x in r.stdout.splitlines()]
     kinds = [next(iter(m)) for m in out]
     assert kinds[0] == "ready" and kinds[-1] == "done" and "error" in kinds
+    # the class it asked for, or why not; it kept up with 0.2 s of a 3-link snake
+    assert out[0]["ready"]["priority"] in ("real-time (SCHED_FIFO 3)", str(request_realtime(3)))
+    assert out[-1]["done"]["demoted"] == 0
     ts = [m["sample"]["t"] for m in out if "sample" in m]
     np.testing.assert_allclose(ts, [1.0, 1.05, 1.1, 1.15, 1.2])
+
+
+class _TimedModel:
+    """Stands in for a ParallelModel whose periods take ``wall`` s to
+    simulate ``span`` s."""
+
+    def __init__(self, wall: float, span: float) -> None:
+        self.t, self.wall, self.span = 0.0, wall, span
+
+    def add_refs(self, t, refs):
+        time.sleep(self.wall)
+        self.t += self.span
+        return []
+
+
+def test_the_model_process_leaves_the_real_time_class_while_slower_than_the_trial():
+    """Periods simulated slower than they last, for longer than the limit:
+    the class is left once; one kept up with: asked for again."""
+    calls = []
+    rt = RealtimeGovernor(3, limit=0.05,
+                          request=lambda p: calls.append("fifo") or Priority(True, p),
+                          normal=lambda: calls.append("normal"))
+    rt.request()
+    slow, fast = _TimedModel(wall=0.02, span=0.01), _TimedModel(wall=0.0, span=0.1)
+    for _ in range(6):
+        _refs(slow, {"t": 0.0, "refs": []}, rt)
+    assert calls == ["fifo", "normal"] and rt.demoted == 1 and not rt.active
+    _refs(fast, {"t": 0.0, "refs": []}, rt)
+    assert calls == ["fifo", "normal", "fifo"] and rt.active
 
 
 # ------------------------------------------------------------------ comparison
