@@ -18,3 +18,25 @@ def describe() -> str:
         pass
     return (f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python "
             f"{platform.python_version()}")
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """(steal, total) clock ticks of all processors since boot, from
+    /proc/stat: the time the hypervisor ran something else while this guest
+    had work (None where there is no /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    ticks = [int(x) for x in fields[1:9]]   # user nice system idle iowait irq softirq steal
+    return ticks[7], sum(ticks)
+
+
+def steal_percent(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """Share of the processors' time stolen by the hypervisor between two
+    :func:`cpu_times` readings, %."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import describe
+from machine import cpu_times, describe, steal_percent
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -54,6 +54,7 @@ def run_once(duration: float, folder: str) -> str:
                             "--duration", str(duration), "--live", "0", "--out", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     driver, lines = None, []
+    steal0 = cpu_times()
     try:
         assert run.stdout is not None
         for line in run.stdout:
@@ -74,6 +75,8 @@ def run_once(duration: float, folder: str) -> str:
     for pattern in _SUMMARY.values():
         m = re.search(pattern, text)
         cells.append(" / ".join(m.groups()) if m else "-")
+    steal = steal_percent(steal0, cpu_times())
+    cells.append("-" if steal is None else f"{steal:.1f}")
     return "| " + " | ".join(cells) + " |"
 
 
@@ -84,8 +87,8 @@ def main() -> int:
     a = ap.parse_args()
     print(f"machine: {describe()}; {a.duration:g} s trials with Chromium on the live page")
     print("| ended | periods / late / missed | SYNC->STATE p50 / p99 / max ms "
-          "| rig p50 / p99 / max ms | physics lag max / p99 ms |")
-    print("|---|---|---|---|---|")
+          "| rig p50 / p99 / max ms | physics lag max / p99 ms | steal % |")
+    print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(a.runs):
             print(run_once(a.duration, folder), flush=True)

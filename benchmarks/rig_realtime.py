@@ -12,7 +12,9 @@ the physics' lag p99/max and late updates (> 10 ms) as the simulated Aiko
 reports them, the parallel model's lag max (ms, as the summary gives it in
 0.01 s), late periods, and the CPU seconds of each process (sampled from
 /proc every 0.5 s: the runner, the simulated Aiko's modules and its physics
-process, the parallel model).
+process, the parallel model), and the share of the processors' time the
+hypervisor stole during the run (``steal``, /proc/stat: on a virtual machine
+the floor under every figure; no process priority helps against it).
 ``--compare DIR`` runs every run a second time with DIR on PYTHONPATH first
 (a folder holding an ``aiko`` package, e.g. symlinks into another checkout),
 alternating, so that the machine's drift hits both alike. Not part of the tests.
@@ -30,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import describe
+from machine import cpu_times, describe, steal_percent
 
 BURN = "import itertools\nfor _ in itertools.count():\n    pass\n"
 PRESETS = ("sidewinding", "lateral-undulation", "lateral-undulation-orthotropic")
@@ -91,6 +93,7 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
                              "--duration", str(duration), "--out", out],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     cpu: dict[int, tuple[str, float]] = {}
+    steal0 = cpu_times()
     while proc.poll() is None:
         for pid, role in descendants(proc.pid).items():
             c = cpu_seconds(pid)
@@ -99,6 +102,8 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
         time.sleep(0.5)
     text = proc.stdout.read() if proc.stdout else ""
     row: dict = {"rc": proc.returncode}
+    if (steal := steal_percent(steal0, cpu_times())) is not None:
+        row["steal %"] = steal
     if m := re.search(_PATTERNS["rtt"], text):
         row.update(rtt_p50=float(m[1]), rtt_p99=float(m[2]),
                    rtt_max=float(m[3]) if m[3] else float("nan"))
@@ -121,7 +126,7 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
 COLUMNS = ("rtt_p50", "rtt_p99", "rtt_max", "rig_p50", "rig_p99", "rig_max", "lag_p50", "lag_p99", "lag_max", "late_updates",
            "model_lag_max",
            "late_periods", "cpu runner", "cpu simulated Aiko", "cpu physics",
-           "cpu parallel model")
+           "cpu parallel model", "steal %")
 
 
 def _line(label: str, row: dict) -> str:

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import describe
+from machine import cpu_times, describe, steal_percent
 from rig_realtime import cpu_seconds, descendants
 
 
@@ -47,13 +47,14 @@ def _cli(*args: str) -> list[str]:
 
 
 def run_trial(gait: str, minutes: float, out: Path,
-              every: float) -> tuple[list[dict], str, int]:
-    """The trial, sampled: rows of (t, role, pid, rss_mb, cpu_s); its output
-    and exit status."""
+              every: float) -> tuple[list[dict], str, int, float | None]:
+    """The trial, sampled: rows of (t, role, pid, rss_mb, cpu_s); its output,
+    exit status and the hypervisor's steal during it (%)."""
     proc = subprocess.Popen(_cli("run", gait, "--duration", str(60 * minutes), "--out",
                                  str(out)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     t0 = time.monotonic()
+    steal0 = cpu_times()
     rows: list[dict] = []
     next_sample = t0
     while proc.poll() is None:
@@ -66,7 +67,8 @@ def run_trial(gait: str, minutes: float, out: Path,
                                  "cpu_s": cpu_seconds(pid)})
             next_sample += every
         time.sleep(0.2)
-    return rows, proc.stdout.read() if proc.stdout else "", proc.returncode
+    return (rows, proc.stdout.read() if proc.stdout else "", proc.returncode,
+            steal_percent(steal0, cpu_times()))
 
 
 def timed(argv: list[str]) -> dict:
@@ -156,7 +158,7 @@ def main() -> int:
         if log.exists():
             print(f"soak: {log} exists (a soak's log is never reused)", file=sys.stderr)
             return 2
-        rows, text, code = run_trial(a.gait, a.minutes, log, a.every)
+        rows, text, code, steal = run_trial(a.gait, a.minutes, log, a.every)
         if code != 0:
             last = text.strip().splitlines()[-1] if text.strip() else ""
             print(f"soak: aiko run ended with exit {code}: {last}", file=sys.stderr)
@@ -175,7 +177,9 @@ def main() -> int:
                 w.writeheader()
                 w.writerows(rows)
     print(f"machine: {describe()}")
-    print(f"{a.minutes:g} min of {a.gait}, log {size_mb:.1f} MB")
+    print(f"{a.minutes:g} min of {a.gait}, log {size_mb:.1f} MB"
+          + (f"; the hypervisor stole {steal:.1f} % of the processors' time during the trial"
+             if steal is not None else ""))
     for line in summary:
         print(f"  {line}")
     print(f"  log: {counts}")
@@ -191,7 +195,8 @@ def main() -> int:
         print(f"figure: {a.figure}")
     if a.json is not None:
         report = {"machine": describe(), "minutes": a.minutes, "gait": a.gait,
-                  "log_mb": size_mb, "summary": summary, "trial": trial_counts(summary),
+                  "log_mb": size_mb, "steal_pct": steal, "summary": summary,
+                  "trial": trial_counts(summary),
                   "log": counts, "tools": tools,
                   "rss": {role: {"start_mb": g[0], "end_mb": g[1], "growth_pct": g[2]}
                           for role, g in rss.items()},
