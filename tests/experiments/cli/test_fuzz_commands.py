@@ -123,7 +123,7 @@ def _simulate_with(capsys, folder: Path, flag: str, data: bytes) -> int:
     spec = _write(folder, "input.toml", data)
     out = folder / "samples.csv"
     return command(capsys, ["simulate", "sidewinding", flag, str(spec), "--duration", "0.01",
-                            "--out", str(out)], [out, folder / "samples-scene.toml"])
+                            "--out", str(out)], [out, out.with_suffix(".scene.toml")])
 
 
 @fuzz(2 * EXAMPLES)
