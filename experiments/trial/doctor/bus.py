@@ -4,7 +4,9 @@
 2. For :attr:`DoctorConfig.heartbeat_window` s every frame is read: each
    module's heartbeats (one each 100 ms, specs/joint-protocol.md) give its NMT
    state; an EMCY says a condition is active; a SYNC or REF that this PC did not
-   send means another controller is on the bus.
+   send means another controller is on the bus. A module not heard by then
+   gets up to :attr:`DoctorConfig.heartbeat_grace` s more (a busy PC or bus
+   can hold a heartbeat back); only then is it "no heartbeat".
 3. SYNC with STATE: a module answers SYNC only when operational. Each module
    found pre-operational or stopped is started on its own (NMT start to its
    node id), :data:`SYNC_ROUNDS` SYNCs are sent, and every STATE echoing a
@@ -121,6 +123,8 @@ async def check_bus(cfg: DoctorConfig, clock) -> list[Check]:
     async with driver:
         bus = _Bus({n: _Node() for n in expected})
         await _read_until(driver, bus, clock, clock.now() + cfg.heartbeat_window)
+        await _read_until(driver, bus, clock, clock.now() + cfg.heartbeat_grace,
+                          done=lambda: all(bus.nodes[n].heartbeats for n in expected))
         for node in bus.nodes.values():
             node.found = node.state
         why_not = _sync_refused(bus, expected)
@@ -188,8 +192,9 @@ def _adapter_row(cfg: DoctorConfig, bus: _Bus, failure: Exception | None) -> Che
                      "the adapter's connection and power")
     heard = sum(len(n.heartbeats) for n in bus.nodes.values())
     if not heard:
+        listened = cfg.heartbeat_window + cfg.heartbeat_grace
         return Check("CAN adapter", Status.WARN, f"{where} open, but no frame heard in "
-                     f"{cfg.heartbeat_window:g} s", "the bit rate (the robot: 1 Mbit/s), the "
+                     f"{listened:g} s", "the bit rate (the robot: 1 Mbit/s), the "
                      "cable, the terminators and the modules' power")
     return Check("CAN adapter", Status.OK, f"{where} open")
 
@@ -206,7 +211,8 @@ def _state_name(state: int | None) -> str:
 def _node_row(n: int, node: _Node, why_not: str | None, cfg: DoctorConfig) -> Check:
     part = f"joint {n}"
     if not node.heartbeats:
-        return Check(part, Status.FAIL, f"no heartbeat in {cfg.heartbeat_window:g} s",
+        listened = cfg.heartbeat_window + cfg.heartbeat_grace
+        return Check(part, Status.FAIL, f"no heartbeat in {listened:g} s",
                      f"module {n}'s power, its node id and its CAN cable")
     seen = [_state_name(node.found)]
     beats = node.heartbeats

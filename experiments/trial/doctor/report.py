@@ -56,6 +56,7 @@ class DoctorConfig:
     trial_duration: float = 600.0
     kernels: bool = True
     heartbeat_window: float = 0.5
+    heartbeat_grace: float = 1.0
     mocap_window: float = 1.0
     mqtt_timeout: float = 3.0
 
