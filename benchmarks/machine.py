@@ -39,4 +39,3 @@ def steal_percent(before: tuple[int, int] | None, after: tuple[int, int] | None)
     if before is None or after is None or after[1] <= before[1]:
         return None
     return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
-

@@ -7,8 +7,33 @@ the commands' (tests/experiments/cli/test_fuzz_commands.py)."""
 from __future__ import annotations
 
 import math
+import tomllib
+from pathlib import Path
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+RIG = (Path(__file__).resolve().parents[1] / "docs" / "examples" / "aiko.toml").read_bytes()
+"""The example rig file, the rig files' starting point."""
+
+
+def rig_doc() -> dict:
+    return tomllib.loads(RIG.decode())
+
+
+def fuzz_settings(n: int):
+    """Seeded (derandomised), ``n`` examples, no deadline."""
+    return settings(max_examples=n, derandomize=True, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+
+
+def write_file(folder: Path, name: str, data: bytes | str) -> Path:
+    """``data`` into ``folder / name``; the path."""
+    p = folder / name
+    p.write_bytes(data.encode() if isinstance(data, str) else data)
+    return p
+
 
 GAIT = {"gait": {"A_h": 30.0, "omega_h": 80.0, "delta_h": -50.0, "psi_h": 0.0, "A_v": 10.0,
                  "omega_v": 80.0, "delta_v": -50.0, "delta_0": 90.0, "psi_v": 0.0,

@@ -192,9 +192,8 @@ def _adapter_row(cfg: DoctorConfig, bus: _Bus, failure: Exception | None) -> Che
                      "the adapter's connection and power")
     heard = sum(len(n.heartbeats) for n in bus.nodes.values())
     if not heard:
-        listened = cfg.heartbeat_window + cfg.heartbeat_grace
         return Check("CAN adapter", Status.WARN, f"{where} open, but no frame heard in "
-                     f"{listened:g} s", "the bit rate (the robot: 1 Mbit/s), the "
+                     f"{cfg.heartbeat_limit:g} s", "the bit rate (the robot: 1 Mbit/s), the "
                      "cable, the terminators and the modules' power")
     return Check("CAN adapter", Status.OK, f"{where} open")
 
@@ -211,8 +210,7 @@ def _state_name(state: int | None) -> str:
 def _node_row(n: int, node: _Node, why_not: str | None, cfg: DoctorConfig) -> Check:
     part = f"joint {n}"
     if not node.heartbeats:
-        listened = cfg.heartbeat_window + cfg.heartbeat_grace
-        return Check(part, Status.FAIL, f"no heartbeat in {listened:g} s",
+        return Check(part, Status.FAIL, f"no heartbeat in {cfg.heartbeat_limit:g} s",
                      f"module {n}'s power, its node id and its CAN cable")
     seen = [_state_name(node.found)]
     beats = node.heartbeats

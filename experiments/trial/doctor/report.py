@@ -60,6 +60,11 @@ class DoctorConfig:
     mocap_window: float = 1.0
     mqtt_timeout: float = 3.0
 
+    @property
+    def heartbeat_limit(self) -> float:
+        """The longest the check listens for a module's heartbeat (s)."""
+        return self.heartbeat_window + self.heartbeat_grace
+
 
 @dataclass
 class DoctorReport:

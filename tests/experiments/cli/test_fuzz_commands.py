@@ -25,24 +25,30 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from aiko.experiments.cli import main
 from tests.conftest import trial_with_emulator
-from tests.fuzzing import ARC, CURVE, GAIT, PATH, SCENE, mutated_bytes, mutated_doc, toml_text
+from tests.fuzzing import (
+    ARC,
+    CURVE,
+    GAIT,
+    PATH,
+    RIG,
+    SCENE,
+    fuzz_settings,
+    mutated_bytes,
+    mutated_doc,
+    rig_doc,
+    toml_text,
+)
+from tests.fuzzing import write_file as _write
 
-ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = int(os.environ.get("AIKO_FUZZ_EXAMPLES", "30"))
 REPLAYS = int(os.environ.get("AIKO_FUZZ_REPLAYS", "15"))
 ALARM = 30.0          # s a command may take on one input
-
-
-def fuzz(n: int):
-    return settings(max_examples=n, derandomize=True, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow])
 
 
 def command(capsys, argv: list[str], outputs: list[Path], codes=(0, 2)) -> int:
@@ -70,12 +76,6 @@ def command(capsys, argv: list[str], outputs: list[Path], codes=(0, 2)) -> int:
     return rc
 
 
-def _write(folder: Path, name: str, data: bytes | str) -> Path:
-    p = folder / name
-    p.write_bytes(data.encode() if isinstance(data, str) else data)
-    return p
-
-
 def _inputs(doc: dict, text: bytes | None = None):
     """A mutated document's TOML or the valid one's bytes mutated."""
     base = text if text is not None else toml_text(doc).encode()
@@ -88,29 +88,21 @@ def _run_check_gait(capsys, folder: Path, data: bytes) -> int:
 
 
 # ---------------------------------------------------------------- the files
-@fuzz(2 * EXAMPLES)
+@fuzz_settings(2 * EXAMPLES)
 @given(data=_inputs(GAIT))
 def test_aiko_run_check_takes_mutated_gait_files(tmp_path, capsys, data):
     _run_check_gait(capsys, tmp_path, data)
 
 
-RIG = (ROOT / "docs" / "examples" / "aiko.toml").read_bytes()
-
-
-def _rig_doc() -> dict:
-    import tomllib
-    return tomllib.loads(RIG.decode())
-
-
-@fuzz(2 * EXAMPLES)
-@given(data=_inputs(_rig_doc(), RIG))
+@fuzz_settings(2 * EXAMPLES)
+@given(data=_inputs(rig_doc(), RIG))
 def test_aiko_run_check_takes_mutated_rig_files(tmp_path, capsys, data):
     rig = _write(tmp_path, "aiko.toml", data)
     command(capsys, ["run", "sidewinding", "--check", "--rig-file", str(rig)], [],
             codes=(0, 1, 2))
 
 
-@fuzz(2 * EXAMPLES)
+@fuzz_settings(2 * EXAMPLES)
 @given(data=_inputs(PATH))
 def test_aiko_preview_takes_mutated_path_files(tmp_path_factory, capsys, data):
     folder = tmp_path_factory.mktemp("path")
@@ -126,13 +118,13 @@ def _simulate_with(capsys, folder: Path, flag: str, data: bytes) -> int:
                             "--out", str(out)], [out, out.with_suffix(".scene.toml")])
 
 
-@fuzz(2 * EXAMPLES)
+@fuzz_settings(2 * EXAMPLES)
 @given(data=st.one_of(_inputs(CURVE), _inputs(ARC)))
 def test_aiko_simulate_takes_mutated_start_curves(tmp_path_factory, capsys, data):
     _simulate_with(capsys, tmp_path_factory.mktemp("curve"), "--start-curve", data)
 
 
-@fuzz(2 * EXAMPLES)
+@fuzz_settings(2 * EXAMPLES)
 @given(data=_inputs(SCENE))
 def test_aiko_simulate_takes_mutated_scenes(tmp_path_factory, capsys, data):
     _simulate_with(capsys, tmp_path_factory.mktemp("scene"), "--scene", data)
@@ -172,7 +164,7 @@ def test_the_valid_log_is_read_exported_and_replayed(small_trial, tmp_path, caps
 def test_aiko_info_and_export_take_mutated_logs(small_trial, tmp_path_factory, capsys):
     codes: dict[str, list[int]] = {"info": [], "export": []}
 
-    @fuzz(2 * EXAMPLES)
+    @fuzz_settings(2 * EXAMPLES)
     @given(data=_logs(*small_trial))
     def run(data):
         folder = tmp_path_factory.mktemp("log")
@@ -190,7 +182,7 @@ def test_aiko_info_and_export_take_mutated_logs(small_trial, tmp_path_factory, c
 def test_aiko_replay_takes_mutated_logs(small_trial, tmp_path_factory, capsys):
     codes: list[int] = []
 
-    @fuzz(REPLAYS)
+    @fuzz_settings(REPLAYS)
     @given(data=_logs(*small_trial))
     def run(data):
         folder = tmp_path_factory.mktemp("log")

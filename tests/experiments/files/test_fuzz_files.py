@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from aiko.control.preflight import preflight
@@ -27,13 +27,24 @@ from aiko.experiments.files.start_curve import load_start_curve, start_q
 from aiko.experiments.files.triallog import TrialLog, read_trial
 from aiko.model import SnakeModel, SnakeParams
 from aiko.model.errors import AikoError
-from tests.fuzzing import ARC, CURVE, GAIT, PATH, SCENE, mutated_bytes, mutated_doc, toml_text
+from tests.fuzzing import (
+    ARC,
+    CURVE,
+    GAIT,
+    PATH,
+    RIG,
+    SCENE,
+    fuzz_settings,
+    mutated_bytes,
+    mutated_doc,
+    rig_doc,
+    toml_text,
+)
+from tests.fuzzing import write_file as _write
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = 150
-FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow])
+FUZZ = fuzz_settings(EXAMPLES)
 
 
 def answered(load, path: Path):
@@ -44,12 +55,6 @@ def answered(load, path: Path):
         text = str(exc)
         assert text and "\n" not in text, repr(text)
         return None
-
-
-def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:
-    p = tmp_path / name
-    p.write_bytes(data.encode() if isinstance(data, str) else data)
-    return p
 
 
 # -------------------------------------------------------------------- readers
@@ -115,22 +120,14 @@ test_scene_values = _fuzz_values("scene")
 test_scene_bytes = _fuzz_bytes("scene")
 
 
-RIG = (ROOT / "docs" / "examples" / "aiko.toml").read_bytes()
-
-
 @FUZZ
 @given(data=mutated_bytes(RIG))
 def test_rig_file_bytes(tmp_path_factory, data):
     answered(load_rig_file, _write(tmp_path_factory.mktemp("rig"), "aiko.toml", data))
 
 
-def _rig_doc() -> dict:
-    import tomllib
-    return tomllib.loads(RIG.decode())
-
-
 @FUZZ
-@given(mutated=mutated_doc(_rig_doc()))
+@given(mutated=mutated_doc(rig_doc()))
 def test_rig_file_values(tmp_path_factory, mutated):
     answered(load_rig_file, _write(tmp_path_factory.mktemp("rig"), "aiko.toml",
                                    toml_text(mutated)))
