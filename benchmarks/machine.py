@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import time
 
 
 def describe() -> str:
@@ -39,3 +40,25 @@ def steal_percent(before: tuple[int, int] | None, after: tuple[int, int] | None)
     if before is None or after is None or after[1] <= before[1]:
         return None
     return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+
+
+def wait_for_quiet(limit_pct: float, sample_s: float = 10.0,
+                   give_up_s: float = 3600.0) -> tuple[float | None, float]:
+    """Wait until the hypervisor stole less than ``limit_pct`` % of the
+    processors' time over one ``sample_s`` stretch, for at most ``give_up_s``.
+
+    Returns (the last sample's steal %, seconds waited). This chooses when a run
+    *starts*, never which runs are kept: the run's own steal is reported beside
+    its figures whatever it turns out to be. Where /proc/stat is missing it
+    returns (None, 0.0) at once.
+    """
+    t0 = time.monotonic()
+    while True:
+        before = cpu_times()
+        if before is None:
+            return None, 0.0
+        time.sleep(sample_s)
+        steal = steal_percent(before, cpu_times())
+        waited = time.monotonic() - t0
+        if steal is None or steal < limit_pct or waited >= give_up_s:
+            return steal, waited

@@ -6,6 +6,7 @@ several runs each, with what the trial summary reports:
     python benchmarks/rig_realtime.py --runs 2 --duration 10 --presets sidewinding
     python benchmarks/rig_realtime.py --compare ../before     # interleaved with another tree
     python benchmarks/rig_realtime.py --load                  # a CPU-bound process beside it
+    python benchmarks/rig_realtime.py --quiet 0.5             # each run after a quiet 10 s
 
 Per run: SYNC->STATE p50/p99/max (the runner's round trips, one per STATE),
 the physics' lag p99/max and late updates (> 10 ms) as the simulated Aiko
@@ -32,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import cpu_times, describe, steal_percent
+from machine import cpu_times, describe, steal_percent, wait_for_quiet
 
 BURN = "import itertools\nfor _ in itertools.count():\n    pass\n"
 PRESETS = ("sidewinding", "lateral-undulation", "lateral-undulation-orthotropic")
@@ -75,6 +76,10 @@ def descendants(root: int) -> dict[int, str]:
     return out
 
 
+_RANK = {"runner": 0, "simulated Aiko": 1, "physics": 2, "parallel model": 2,
+         "resource tracker": 2}
+
+
 def cpu_seconds(pid: int) -> float | None:
     try:
         fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
@@ -98,6 +103,10 @@ def run_once(preset: str, duration: float, folder: str, pythonpath: str | None) 
         for pid, role in descendants(proc.pid).items():
             c = cpu_seconds(pid)
             if c is not None:
+                # a child read just after its fork (its parent's cmdline) or as a
+                # zombie at the end (none) keeps the most specific role it was seen with
+                if pid in cpu and _RANK[cpu[pid][0]] > _RANK[role]:
+                    role = cpu[pid][0]
                 cpu[pid] = (role, c)
         time.sleep(0.5)
     text = proc.stdout.read() if proc.stdout else ""
@@ -138,6 +147,16 @@ def _line(label: str, row: dict) -> str:
                                                          else "")
 
 
+def quiet(limit_pct: float | None) -> None:
+    """With ``--quiet``: wait for a quiet host before a run, saying how long."""
+    if limit_pct is None:
+        return
+    steal, waited = wait_for_quiet(limit_pct)
+    if steal is not None:
+        print(f"(waited {waited:.0f} s; {steal:.1f} % stolen in the last 10 s)",
+              file=sys.stderr, flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presets", nargs="+", default=list(PRESETS))
@@ -146,6 +165,10 @@ def main() -> int:
     ap.add_argument("--compare", default=None, metavar="DIR",
                     help="also run with DIR first on PYTHONPATH, interleaved")
     ap.add_argument("--load", action="store_true", help="a CPU-bound process beside it")
+    ap.add_argument("--quiet", type=float, default=None, metavar="PCT",
+                    help="start each run only after 10 s in which the hypervisor stole "
+                         "less than PCT %% (at most an hour's wait; the run's own steal "
+                         "is reported whatever it is)")
     a = ap.parse_args()
     variants = [("this tree", None)] + ([("compared", a.compare)] if a.compare else [])
     burner = subprocess.Popen([sys.executable, "-c", BURN]) if a.load else None
@@ -155,6 +178,7 @@ def main() -> int:
             for preset in a.presets:
                 for k in range(a.runs):
                     for name, path in variants:
+                        quiet(a.quiet)
                         row = run_once(preset, a.duration, folder, path)
                         rows.setdefault((preset, name), []).append(row)
                         print(_line(f"{preset} {name} {k + 1}", row), file=sys.stderr,

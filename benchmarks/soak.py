@@ -3,6 +3,7 @@
     python benchmarks/soak.py --minutes 30                 # the soak
     python benchmarks/soak.py --minutes 1 --figure soak.png
     python benchmarks/soak.py --minutes 1 --every 5 --json soak.json   # as CI runs it
+    python benchmarks/soak.py --minutes 30 --quiet 0.5     # started after a quiet 10 s
 
 Runs `aiko run GAIT --duration N*60` (realistic plant, the model in parallel)
 and samples every process of it (the runner, the simulated Aiko, the parallel
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 
 from machine import cpu_times, describe, steal_percent
-from rig_realtime import cpu_seconds, descendants
+from rig_realtime import cpu_seconds, descendants, quiet
 
 
 def _status_kb(pid: int, key: str) -> int | None:
@@ -150,6 +151,10 @@ def main() -> int:
     ap.add_argument("--figure", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep the log in this folder")
     ap.add_argument("--json", type=Path, default=None, help="write the report here")
+    ap.add_argument("--quiet", type=float, default=None, metavar="PCT",
+                    help="start the trial only after 10 s in which the hypervisor stole "
+                         "less than PCT %% (at most an hour's wait; the trial's own steal "
+                         "is reported whatever it is)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = a.keep or Path(tmp)
@@ -158,6 +163,7 @@ def main() -> int:
         if log.exists():
             print(f"soak: {log} exists (a soak's log is never reused)", file=sys.stderr)
             return 2
+        quiet(a.quiet)
         rows, text, code, steal = run_trial(a.gait, a.minutes, log, a.every)
         if code != 0:
             last = text.strip().splitlines()[-1] if text.strip() else ""
