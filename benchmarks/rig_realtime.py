@@ -63,7 +63,9 @@ def descendants(root: int) -> dict[int, str]:
             cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if b"emulate" in cmd:
+        if b"SCHED_IDLE" in cmd:
+            role = "idle spinner"   # aiko.drivers.awake's, one per processor
+        elif b"emulate" in cmd:
             role = "simulated Aiko"
         elif b"parallel_model" in cmd:
             role = "parallel model"
@@ -77,7 +79,7 @@ def descendants(root: int) -> dict[int, str]:
 
 
 _RANK = {"runner": 0, "simulated Aiko": 1, "physics": 2, "parallel model": 2,
-         "resource tracker": 2}
+         "resource tracker": 2, "idle spinner": 2}
 
 
 def cpu_seconds(pid: int) -> float | None:

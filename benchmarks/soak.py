@@ -107,14 +107,24 @@ def growth(rows: list[dict], until: float) -> dict[str, tuple[float, float, floa
     (%)."""
     out = {}
     start = min(60.0, until / 3)
-    for role in sorted({r["role"] for r in rows}):
-        mine = [r for r in rows if r["role"] == role and r["t"] <= until]
+    for role, series in per_role(rows).items():
+        mine = [(t, rss) for t, rss in series if t <= until]
         if not mine:
             continue
-        after = [r for r in mine if r["t"] >= start] or mine
-        first, last = after[0]["rss_mb"], mine[-1]["rss_mb"]
+        after = [x for x in mine if x[0] >= start] or mine
+        first, last = after[0][1], mine[-1][1]
         out[role] = (first, last, 100.0 * (last - first) / first)
     return out
+
+
+def per_role(rows: list[dict]) -> dict[str, list[tuple[float, float]]]:
+    """{role: [(t, RSS MB summed over the role's processes at that sample)]}
+    (the idle spinners are one a processor)."""
+    out: dict[str, dict[float, float]] = {}
+    for r in rows:
+        at = out.setdefault(r["role"], {})
+        at[r["t"]] = at.get(r["t"], 0.0) + r["rss_mb"]
+    return {role: sorted(at.items()) for role, at in sorted(out.items())}
 
 
 def figure(rows: list[dict], path: Path) -> None:
@@ -122,9 +132,8 @@ def figure(rows: list[dict], path: Path) -> None:
 
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     ax = fig.add_subplot()
-    for role in sorted({r["role"] for r in rows}):
-        mine = [r for r in rows if r["role"] == role]
-        ax.plot([r["t"] / 60 for r in mine], [r["rss_mb"] for r in mine], label=role)
+    for role, series in per_role(rows).items():
+        ax.plot([t / 60 for t, _ in series], [rss for _, rss in series], label=role)
     ax.set_xlabel("time [min]")
     ax.set_ylabel("resident memory [MB]")
     ax.set_ylim(bottom=0)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from aiko.drivers.awake import AWAKE_MODES
 from aiko.experiments.cli.args import ArgError, node_count, nonneg, number, port, positive
 from aiko.experiments.rig.plant_params import PlantParams
 
@@ -49,6 +50,11 @@ def add_parser(sub) -> None:
                    help="inject a fault: drop=F, delay=S, silent, encoder[=h|v], "
                         "saturate[=h|v], babble=RATE (random frames a second); @T seconds "
                         "after start (repeatable)")
+    e.add_argument("--keep-awake", choices=AWAKE_MODES, default="auto",
+                   help="keep the processors from halting while serving: auto (default: "
+                        "hold the idle latency at 0 where permitted, and where the kernel has "
+                        "no cpuidle driver, as in many virtual machines, keep each processor "
+                        "running with an idle-class spinner), spin (the spinners always), off")
     g = e.add_argument_group("the simulated Aiko (--plant)")
     g.add_argument("--plant", action="store_true",
                    help="run the physics behind the modules and send motion capture")
@@ -126,7 +132,8 @@ def _emulate(args: argparse.Namespace, physics: PhysicsProcess | None) -> int:
     rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
                                  plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
                                  mu_y=args.mu_y, scene=scene,
-                                 status_interval=args.status_interval), physics=physics)
+                                 status_interval=args.status_interval,
+                                 keep_awake=args.keep_awake), physics=physics)
     if rig.model is not None and rig.start_state is not None:
         from aiko.experiments.files.scene_file import check_clear
         from aiko.model.scene import SceneError
@@ -235,6 +242,7 @@ class _Output:
                   + f", {args.mocap_rate:g} Hz", flush=True)
         if not scene.empty:
             print(f"scene: {scene.describe()}", flush=True)
+        print(f"processors: {info['awake']}", flush=True)
         for node, f in sorted(self.faults.items()):
             print(f"fault on node {node}: {f}", flush=True)
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from aiko.drivers.awake import Awake, AwakeMode, KeepAwake
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
 from aiko.drivers.priority import Priority, freeze_heap, request_realtime
@@ -83,7 +84,9 @@ class RigConfig:
     mu_x, mu_y: the floor (the plant's own mu, if it sets one, wins);
     scene: obstacles on the floor (the plant's; motion capture streams each
     peg as a fixed object ``peg1``, ``peg2``, ... in the scene's order);
-    status_interval: seconds between status reports."""
+    status_interval: seconds between status reports; keep_awake: whether the
+    processors are kept from halting while the rig serves
+    (:class:`~aiko.drivers.awake.KeepAwake`'s mode)."""
 
     nodes: int = 10
     host: str = "127.0.0.1"
@@ -95,6 +98,7 @@ class RigConfig:
     mu_y: float = 0.2
     scene: Scene = field(default_factory=Scene)
     status_interval: float = 5.0
+    keep_awake: AwakeMode = "auto"
 
 
 class SimulatedRig:
@@ -158,6 +162,7 @@ class SimulatedRig:
         self.priority: Priority | None = None
         self.sender: ViconUdpSender | None = None
         self.joints: EmulatedJoints | None = None
+        self.awake: Awake | None = None
 
     def _after_tick(self, now: float) -> None:
         physics = self.physics
@@ -235,8 +240,14 @@ class SimulatedRig:
 
     async def run(self, on_ready: Callable[[dict], None] | None = None,
                   on_status: Callable[[dict], None] | None = None) -> None:
-        """Serve until cancelled. ``on_ready`` gets the CAN channel and the UDP
+        """Serve until cancelled, the processors kept awake
+        (``config.keep_awake``). ``on_ready`` gets the CAN channel and the UDP
         target once the adapter listens."""
+        with KeepAwake(self.config.keep_awake) as self.awake:
+            await self._run(on_ready, on_status)
+
+    async def _run(self, on_ready: Callable[[dict], None] | None,
+                   on_status: Callable[[dict], None] | None) -> None:
         if self.physics is None:
             await self._serve(on_ready, on_status)
             return
@@ -246,8 +257,8 @@ class SimulatedRig:
             self.last = await asyncio.to_thread(self.physics.start, self.model,
                                                 self.start_state, backlash)
             self.priority = request_realtime()
-            log.info("joint modules' process: %s; physics: %s", self.priority,
-                     self.physics.granted)
+            log.info("joint modules' process: %s; physics: %s; %s", self.priority,
+                     self.physics.granted, self.awake)
             await self._serve(on_ready, on_status)
         finally:
             await asyncio.to_thread(self.physics.close)
@@ -278,7 +289,8 @@ class SimulatedRig:
                                                  cfg.plant.mocap_rate)
                 if on_ready is not None:
                     on_ready({"channel": self.channel, "nodes": cfg.nodes,
-                              "udp_target": cfg.udp_target if self.physics is not None else None})
+                              "udp_target": cfg.udp_target if self.physics is not None else None,
+                              "awake": str(self.awake)})
                 with self._updates_on_arrival():
                     await self._serve_tasks(on_status)
             finally:

@@ -296,6 +296,8 @@ async def _start_children(procs: ChildProcesses, config: SessionConfig,
         report.children[child.name] = child.pid
         if "priority" in said:
             log.info("%s: scheduling %s", child.name, said["priority"])
+        if "awake" in said:
+            log.info("%s: processors: %s", child.name, said["awake"])
     if config.trial.rig == "simulated":
         report.plant = ready[0]
         procs.drain_stdout(started[0], lambda line: _plant_line(report, line))
