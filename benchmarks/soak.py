@@ -174,9 +174,16 @@ def main() -> int:
             return 2
         quiet(a.quiet)
         rows, text, code, steal = run_trial(a.gait, a.minutes, log, a.every)
+        if a.keep is not None:   # the samples, for another look
+            with (folder / "soak-samples.csv").open("w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=["t", "role", "pid", "rss_mb", "cpu_s"])
+                w.writeheader()
+                w.writerows(rows)
         if code != 0:
-            last = text.strip().splitlines()[-1] if text.strip() else ""
-            print(f"soak: aiko run ended with exit {code}: {last}", file=sys.stderr)
+            tail = "\n".join(f"  {line}" for line in text.strip().splitlines()[-15:])
+            print(f"soak: aiko run ended with exit {code}"
+                  + (f" ({steal:.1f} % stolen)" if steal is not None else "")
+                  + f"; its output ends:\n{tail}", file=sys.stderr)
             return 1
         summary = [line for line in text.splitlines() if line.startswith(("trial ", "period",
                                                                           "simulated Aiko"))]
@@ -186,11 +193,6 @@ def main() -> int:
                  "export blf": timed(_cli("export", str(log), "--format", "blf", "--out",
                                           str(folder / "export")))}
         size_mb = log.stat().st_size / 1e6
-        if a.keep is not None:   # the samples, for another look
-            with (folder / "soak-samples.csv").open("w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=["t", "role", "pid", "rss_mb", "cpu_s"])
-                w.writeheader()
-                w.writerows(rows)
     print(f"machine: {describe()}")
     print(f"{a.minutes:g} min of {a.gait}, log {size_mb:.1f} MB"
           + (f"; the hypervisor stole {steal:.1f} % of the processors' time during the trial"

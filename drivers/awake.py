@@ -95,7 +95,9 @@ class KeepAwake:
     spinners where there is no cpuidle driver), ``"spin"`` (the spinners
     always), ``"off"`` (nothing). ``cpus``: the processors to keep running
     (default: those this process may run on). Never raises for want of
-    permission; :attr:`awake` says what was got."""
+    permission; :attr:`awake` says what was got. Enter it on a thread that
+    lives as long as the spinners are wanted (a spinner ends with the thread
+    that started it: ``PR_SET_PDEATHSIG``)."""
 
     def __init__(self, mode: AwakeMode = "auto", cpus: set[int] | None = None,
                  qos_path: str = QOS_PATH, driver: str | None | Literal[False] = False) -> None:

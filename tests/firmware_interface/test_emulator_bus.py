@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import can
 import pytest
@@ -183,9 +184,10 @@ def test_python_can_slcan_client_in_process():
 
 def test_aiko_emulate_from_a_separate_process():
     """`aiko emulate` in its own process; python-can's slcan interface over
-    socket://; a node made silent by --fault stays unheard; SIGINT stops it."""
+    socket://; a node made silent by --fault stays unheard; SIGINT stops it,
+    and the processors' spinners (--keep-awake spin) with it."""
     proc = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "emulate", "--nodes",
-                             "3", "--port", "0", "--fault", "3:silent"],
+                             "3", "--port", "0", "--fault", "3:silent", "--keep-awake", "spin"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         channel = None
@@ -195,6 +197,11 @@ def test_aiko_emulate_from_a_separate_process():
                 channel = line.split()[1]
                 break
         assert channel and channel.startswith("socket://127.0.0.1:")
+        line = proc.stdout.readline()
+        processors = len(os.sched_getaffinity(0))
+        assert line.startswith("processors: ") and f"{processors} processor" in line, line
+        spinners = _children(proc.pid)
+        assert len(spinners) == processors
         pc = can.Bus(interface="slcan", channel=channel, bitrate=1_000_000, sleep_after_open=0,
                      ignore_config=True)
         try:
@@ -212,10 +219,24 @@ def test_aiko_emulate_from_a_separate_process():
         out, err = proc.communicate(timeout=10)
         assert proc.returncode == 0, err
         assert "stopped" in out and "Traceback" not in err
+        assert not any(Path(f"/proc/{pid}").exists() for pid in spinners)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is ``parent``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                    out.append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
 
 
 def test_aiko_emulate_reports_a_taken_port():
