@@ -125,7 +125,7 @@ class KeepAwake:
             self.close()
             raise
         why = "" if held or self._spinners else (
-            f"cpuidle driver {self.driver}; {QOS_PATH} not writable (needs root)")
+            f"cpuidle driver {self.driver}; {self.qos_path} not writable (needs root)")
         self.awake = Awake(held, len(self._spinners), why)
         log.info("processors: %s", self.awake)
         return self.awake
