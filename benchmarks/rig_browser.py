@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from machine import cpu_times, describe, steal_percent
-from rig_realtime import quiet
+from rig_realtime import add_quiet_argument, quiet
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -85,10 +85,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--duration", type=float, default=40.0)
-    ap.add_argument("--quiet", type=float, default=None, metavar="PCT",
-                    help="start each run only after 10 s in which the hypervisor stole "
-                         "less than PCT %% (at most an hour's wait; the run's own steal "
-                         "is reported whatever it is)")
+    add_quiet_argument(ap)
     a = ap.parse_args()
     print(f"machine: {describe()}; {a.duration:g} s trials with Chromium on the live page")
     print("| ended | periods / late / missed | SYNC->STATE p50 / p99 / max ms "

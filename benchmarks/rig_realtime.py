@@ -149,6 +149,14 @@ def _line(label: str, row: dict) -> str:
                                                          else "")
 
 
+def add_quiet_argument(ap: argparse.ArgumentParser, each: str = "each run") -> None:
+    """``--quiet PCT`` on a benchmark's command line (see :func:`quiet`)."""
+    ap.add_argument("--quiet", type=float, default=None, metavar="PCT",
+                    help=f"start {each} only after 10 s in which the hypervisor stole "
+                         "less than PCT %% (at most an hour's wait; its own steal is "
+                         "reported whatever it is)")
+
+
 def quiet(limit_pct: float | None) -> None:
     """With ``--quiet``: wait for a quiet host before a run, saying how long."""
     if limit_pct is None:
@@ -167,10 +175,7 @@ def main() -> int:
     ap.add_argument("--compare", default=None, metavar="DIR",
                     help="also run with DIR first on PYTHONPATH, interleaved")
     ap.add_argument("--load", action="store_true", help="a CPU-bound process beside it")
-    ap.add_argument("--quiet", type=float, default=None, metavar="PCT",
-                    help="start each run only after 10 s in which the hypervisor stole "
-                         "less than PCT %% (at most an hour's wait; the run's own steal "
-                         "is reported whatever it is)")
+    add_quiet_argument(ap)
     a = ap.parse_args()
     variants = [("this tree", None)] + ([("compared", a.compare)] if a.compare else [])
     burner = subprocess.Popen([sys.executable, "-c", BURN]) if a.load else None

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from machine import cpu_times, describe, steal_percent
-from rig_realtime import cpu_seconds, descendants, quiet
+from rig_realtime import add_quiet_argument, cpu_seconds, descendants, quiet
 
 
 def _status_kb(pid: int, key: str) -> int | None:
@@ -160,10 +160,7 @@ def main() -> int:
     ap.add_argument("--figure", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep the log in this folder")
     ap.add_argument("--json", type=Path, default=None, help="write the report here")
-    ap.add_argument("--quiet", type=float, default=None, metavar="PCT",
-                    help="start the trial only after 10 s in which the hypervisor stole "
-                         "less than PCT %% (at most an hour's wait; the trial's own steal "
-                         "is reported whatever it is)")
+    add_quiet_argument(ap, "the trial")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = a.keep or Path(tmp)
