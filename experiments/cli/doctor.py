@@ -50,6 +50,9 @@ def add_parser(sub) -> None:
                    help="where trial logs go (default: the working folder)")
     d.add_argument("--duration", type=positive("duration"), default=600.0, metavar="S",
                    help="the longest trial planned, for the disk check (default 600)")
+    d.add_argument("--no-kernels", dest="kernels", action="store_false",
+                   help="leave out the model kernels' row (it compiles them when numba's "
+                        "cache does not hold them, about a minute)")
     d.add_argument("--json", action="store_true", help="print the report as JSON")
     d.set_defaults(func=cmd_doctor)
 
@@ -78,7 +81,7 @@ def doctor_config(args: argparse.Namespace):
         mocap_port=args.mocap_port, mocap_subject=args.mocap_subject,
         mocap_segment=args.mocap_segment, mocap_rate=args.mocap_rate, mqtt=mqtt,
         mqtt_problem=problem, trials_folder=Path(args.trials_folder or "."),
-        trial_duration=args.duration)
+        trial_duration=args.duration, kernels=args.kernels)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
