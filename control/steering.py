@@ -330,12 +330,13 @@ class SteeringLoop:
                            e, segment, age)
 
 
-def steering_loop(config: SteeringConfig, gait) -> SteeringLoop:
+def steering_loop(config: SteeringConfig, gait, limit: float | None = None) -> SteeringLoop:
     """The loop for ``gait`` (a :class:`aiko.control.gait.Gait`): the window
     defaults to one period of its horizontal wave, the offset is saturated so
-    that the horizontal references stay inside the joint limits.
-    SteeringError when the gait leaves no room to steer or has no wave to
-    average over."""
+    that the horizontal references stay inside the joint limits (``limit``,
+    rad: the rig's configured limit; default the modules' mechanical
+    :data:`~aiko.control.gait.JOINT_LIMIT`). SteeringError when the gait
+    leaves no room to steer or has no wave to average over."""
     from .gait import JOINT_LIMIT
 
     window = config.window
@@ -344,7 +345,8 @@ def steering_loop(config: SteeringConfig, gait) -> SteeringLoop:
             raise SteeringError(f"gait {gait.name!r} has omega_h = 0: give the steering "
                              "estimate's window")
         window = 2 * math.pi / abs(gait.omega_h)
-    room = offset_room(gait.A_h, gait.psi_h + gait.offset, JOINT_LIMIT)
+    room = offset_room(gait.A_h, gait.psi_h + gait.offset,
+                       JOINT_LIMIT if limit is None else limit)
     if room < math.radians(1.0):
         raise SteeringError(f"gait {gait.name!r} leaves {math.degrees(room):.1f} deg between its "
                          "horizontal references and the joint limits: no room to steer")

@@ -1,21 +1,34 @@
 """Live telemetry over MQTT (aiomqtt), never able to stall or fail a trial.
 
-Topics, under ``PREFIX/TRIAL`` (default prefix ``aiko``), JSON payloads:
+Topics, under ``PREFIX/TRIAL`` (default prefix ``aiko``), JSON payloads; the
+QoS of each is :data:`TOPIC_QOS`:
 
+* ``.../status``: retained ``{"state": "online", "trial"}`` when connected and
+  ``{"state": "offline", "reason"}`` when the trial's telemetry ends, or, as
+  the connection's last will, when the runner dies without a goodbye (QoS 1);
+  in between, not retained, the trial's status once a second
+  ``{"state": "running", "t", "phase", "periods", "late", "missed",
+  "nodes_ok", "nodes"}`` (QoS 0)
 * ``.../link6``: ``{"t": s, "frame": n, "x": m, "y": m, "z": m}`` or ``"occluded": true``
-* ``.../status``: ``{"t", "periods", "late", "missed", "nodes_ok", "nodes"}`` once a second
+* ``.../model``: the parallel model's link 6 ``{"t", "x", "y", "z", "lag"}``, when asked
+* ``.../steering``: one record per gait period of a steered trial
 * ``.../fault``: ``{"t", "kind", "node", "reason"}`` when the supervisor stops a trial
-* ``.../event``: trial start and end
+* ``.../emcy``: ``{"t", "node", "error_code", "error_register", "motor"}`` as they come
+* ``.../event``: ``trial_start``; ``trial_end`` with the ``reason``, the ``fault``
+  and the comparison's ``metrics``
 
 ``publish`` only queues (bounded; when full the message is dropped and counted).
-A background task connects, publishes what is queued, and on any broker error
-waits and reconnects; what is queued while the broker is away is dropped and
-counted too, so a slow or absent broker costs the trial nothing.
+A task it owns (:meth:`MqttTelemetry.start`) connects, publishes what is
+queued, and on any broker error waits and reconnects; what is queued while the
+broker is away is dropped and counted too, so a slow or absent broker costs
+the trial nothing. :meth:`MqttTelemetry.stop` publishes what is still queued
+(within ``drain_timeout``), then the retained offline state, and leaves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import ssl
@@ -26,7 +39,13 @@ import aiomqtt
 
 from aiko.model.errors import AikoError
 
-__all__ = ["MqttConfig", "MqttTelemetry", "TelemetryConfigError"]
+__all__ = ["MqttConfig", "MqttTelemetry", "TelemetryConfigError", "TOPIC_QOS"]
+
+TOPIC_QOS = {"status": 0, "link6": 0, "model": 0, "steering": 0, "fault": 1, "emcy": 1,
+             "event": 1}
+"""Each topic's QoS: at most once for the streams (a lost sample is stale at
+once), at least once for what happens only once; the online/offline state on
+``status`` is QoS 1 and retained."""
 
 log = logging.getLogger(__name__)
 
@@ -86,23 +105,64 @@ class MqttTelemetry:
     """Queue-and-forget publisher; run ``await telemetry.run()`` as a task."""
 
     def __init__(self, config: MqttConfig, trial: str, queue_size: int = 1000,
-                 reconnect_delay: float = 1.0) -> None:
+                 reconnect_delay: float = 1.0, drain_timeout: float = 2.0) -> None:
         self.config = config
+        self.trial = trial
         self.topic = f"{config.prefix}/{trial}"
-        self.queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(maxsize=queue_size)
+        self.queue: asyncio.Queue[tuple[str, bytes, int, bool]] = asyncio.Queue(
+            maxsize=queue_size)
         self.reconnect_delay = reconnect_delay
         self.disconnect_timeout = 1.0
+        self.drain_timeout = drain_timeout
         self.published = 0
         self.dropped = 0
         self.connects = 0
         self.connected = False
+        self._task: asyncio.Task | None = None
 
     def publish(self, subtopic: str, payload: dict) -> None:
-        """Queue a JSON message for ``PREFIX/TRIAL/subtopic``; never blocks."""
+        """Queue a JSON message for ``PREFIX/TRIAL/subtopic``; never blocks.
+        A status snapshot is marked ``"state": "running"``."""
+        if subtopic == "status":
+            payload = {"state": "running", **payload}
+        self._put(subtopic, payload, TOPIC_QOS.get(subtopic, 0), retain=False)
+
+    def _put(self, subtopic: str, payload: dict, qos: int, retain: bool) -> None:
         try:
-            self.queue.put_nowait((f"{self.topic}/{subtopic}", json.dumps(payload).encode()))
+            self.queue.put_nowait((f"{self.topic}/{subtopic}",
+                                   json.dumps(payload).encode(), qos, retain))
         except asyncio.QueueFull:
             self.dropped += 1
+
+    def _state(self, state: str, **data) -> bytes:
+        return json.dumps({"state": state, "trial": self.trial, **data}).encode()
+
+    async def start(self) -> None:
+        """Connect and publish in the background, in a task this object owns,
+        until :meth:`stop`."""
+        if self._task is None:
+            self._task = asyncio.create_task(self.run(), name="telemetry")
+
+    async def stop(self) -> None:
+        """Publish what is queued (at most ``drain_timeout`` s, only while
+        connected), then the retained offline state; end the task."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if self.connected:
+            if not self.queue.full():
+                self.queue.put_nowait((f"{self.topic}/status", self._state(
+                    "offline", reason="trial ended"), 1, True))
+            try:
+                async with asyncio.timeout(self.drain_timeout):
+                    await self.queue.join()
+            except TimeoutError:
+                log.warning("MQTT: %d message(s) not published within %.1f s",
+                            self.queue.qsize(), self.drain_timeout)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self.dropped += self.queue.qsize()
 
     def _tls(self):
         if not self.config.tls:
@@ -119,9 +179,11 @@ class MqttTelemetry:
         wait for it without limit, and a trial must never hang on its telemetry.
         """
         c = self.config
+        will = aiomqtt.Will(f"{self.topic}/status",
+                            self._state("offline", reason="connection lost"), qos=1, retain=True)
         while True:
             client = aiomqtt.Client(c.host, c.port, username=c.username, password=c.password,
-                                    tls_context=self._tls(), timeout=2.0)
+                                    tls_context=self._tls(), timeout=2.0, will=will)
             try:
                 await client.__aenter__()
             except aiomqtt.MqttError as exc:
@@ -136,9 +198,15 @@ class MqttTelemetry:
                 self.connects += 1
                 log.info("MQTT connected to %s:%d", c.host, c.port)
                 try:
+                    await client.publish(f"{self.topic}/status", self._state("online"), qos=1,
+                                         retain=True)
+                    self.published += 1
                     while True:
-                        topic, payload = await self.queue.get()
-                        await client.publish(topic, payload, qos=0)
+                        topic, payload, qos, retain = await self.queue.get()
+                        try:
+                            await client.publish(topic, payload, qos=qos, retain=retain)
+                        finally:
+                            self.queue.task_done()
                         self.published += 1
                         _raise_if_cancelled()
                 except aiomqtt.MqttError as exc:
@@ -150,5 +218,6 @@ class MqttTelemetry:
             # what waits in the queue while we are away is dropped, not hoarded
             while not self.queue.empty():
                 self.queue.get_nowait()
+                self.queue.task_done()
                 self.dropped += 1
             await asyncio.sleep(self.reconnect_delay)

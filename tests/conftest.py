@@ -33,7 +33,10 @@ from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconUdpSource, encode_object_stream
 from aiko.drivers.priority import request_normal, request_realtime
 from aiko.experiments.files.triallog import TrialLog, read_trial
-from aiko.experiments.trial.runner import TrialConfig, dbc_attachment, run_trial, trial_metadata
+from aiko.experiments.trial.config import TrialConfig
+from aiko.experiments.trial.fanout import Fanout
+from aiko.experiments.trial.listeners import PublishListener, TelemetryListener, TrialLogListener
+from aiko.experiments.trial.runner import dbc_attachment, run_trial, trial_metadata
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.model.scene import SCENE_PRESETS
@@ -93,7 +96,7 @@ async def udp_sender(port, subject, malformed_every=0, stop_after=None):
 
 async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=None, mocap=False,
                               malformed_every=0, telemetry=None, startup_timeout=1.0,
-                              steering=None, viewers=(), mocap_stop_after=None):
+                              steering=None, viewers=(), mocap_stop_after=None, listeners=()):
     channel = f"trial-{uuid.uuid4()}"
     node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
     pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
@@ -107,25 +110,29 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
                          startup_timeout=startup_timeout, steering=steering)
     gait = PRESETS["sidewinding"]
     tlog = TrialLog(path, trial_metadata(config, gait), dbc_attachment())
-    can_io = CanDriver(pc_bus, clock, on_tx=lambda t, i, d: tlog.write("/can/tx", t, {
-        "id": i, "data": d.hex()}))
+    fanout = Fanout([TrialLogListener(tlog)])
+    if telemetry is not None:
+        fanout.add(TelemetryListener(telemetry))
+    for view in viewers:
+        fanout.add(PublishListener(view, full=True))
+    for listener in listeners:
+        fanout.add(listener)
+    can_io = CanDriver(pc_bus, clock)
     result = source = None
     request_realtime()   # as `aiko run` runs its trial (the trial's thread only)
     try:
         async with asyncio.TaskGroup() as tg:
             emulator = tg.create_task(joints.run(), name="emulator")
             sender = None
-            async with can_io:
+            async with can_io, fanout:
                 if mocap:
                     async with ViconUdpSource("link6", clock, host="127.0.0.1", port=0) as source:
                         sender = tg.create_task(udp_sender(source.port, "link6", malformed_every,
                                                            mocap_stop_after), name="vicon")
-                        result = await run_trial(config, gait, can_io, clock, tlog,
-                                                 mocap_source=source, telemetry=telemetry,
-                                                 viewers=viewers)
+                        result = await run_trial(config, gait, can_io, clock, fanout,
+                                                 mocap_source=source, mocap_links=bool(viewers))
                 else:
-                    result = await run_trial(config, gait, can_io, clock, tlog,
-                                             telemetry=telemetry, viewers=viewers)
+                    result = await run_trial(config, gait, can_io, clock, fanout)
             await asyncio.sleep(0.05)  # let the emulator take the last frames
             emulator.cancel()
             if sender is not None:

@@ -1,19 +1,23 @@
 """The trial's records and the one fan-out that hands each to its listeners.
 
-Every part of a trial that makes something worth keeping or showing (the
-streamer's periods, the CAN dispatcher's frames and joint states, the mocap
+Every part of a session that makes something worth keeping or showing (the
+session's preflight and processes, the streamer's periods, the CAN driver's
+frames sent, the CAN dispatcher's frames and joint states received, the mocap
 sink's samples, the parallel model's samples, the steering's periods, events,
-the reporter's status) emits one record to the trial's :class:`Fanout`; the
-fan-out calls ``on_record(record)`` of every listener in the order they were
-added, as python-can's ``Notifier`` hands each frame to its ``Listener``\\ s.
-Listeners decide for themselves what to do with each kind of record
-(:mod:`aiko.experiments.trial.listeners`: the trial log, MQTT telemetry, the
-live page and Foxglove).
+the reporter's status, the comparison, the outcome) emits one record to the
+session's :class:`Fanout`; the fan-out calls ``on_record(record)`` of every
+listener in the order they were added, as python-can's ``Notifier`` hands
+each frame to its ``Listener``\\ s. Listeners decide for themselves what to
+do with each kind of record (:mod:`aiko.experiments.trial.listeners`: the
+trial log, MQTT telemetry, the live page and Foxglove). Nothing else writes
+the trial log or publishes.
 
-Adding a listener (a ROS 2 bridge, say) is one class with
-``on_record(record)`` (``functools.singledispatchmethod`` on the record types
-it cares about, the rest ignored) and one line in
-:func:`aiko.experiments.trial.runner.run_trial`'s wiring::
+The fan-out is an async context manager: entering it starts every listener
+(``await listener.start()``: MQTT connects), leaving it stops them in the
+reverse order (``await listener.stop()``: each flushes what it holds). A
+listener (a ROS 2 bridge, say) is one class with ``on_record(record)``
+(``functools.singledispatchmethod`` on the record types it cares about, the
+rest ignored), ``start()`` and ``stop()``, added before the session starts::
 
     fanout.add(Ros2Bridge(node))
 
@@ -28,7 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -38,9 +43,14 @@ from aiko.control.supervisor import TrialFault
 from aiko.drivers.mocap import MocapSample
 from aiko.firmware_interface.codec import Emcy, JointState
 
-__all__ = ["Fanout", "Listener", "Record", "PeriodSent", "FrameReceived", "StateReceived",
-           "EmcyReceived", "MocapRecord", "ModelSampled", "SteeringPeriod", "Event", "Status",
-           "TrialStarted", "TrialEnded"]
+__all__ = ["Fanout", "Listener", "Record", "PeriodSent", "FrameSent", "FrameReceived",
+           "StateReceived", "EmcyReceived", "MocapRecord", "ModelSampled", "SteeringPeriod",
+           "Event", "Status", "TrialStarted", "TrialEnded", "Compared", "TrialOutcome",
+           "EndReason", "RECORD_KINDS"]
+
+EndReason = Literal["completed", "fault", "interrupted", "nodes_missing"]
+"""Why a trial ended: its duration ran out; the supervisor stopped it; Ctrl-C,
+SIGTERM or a cancelled task; expected joint modules never sent a heartbeat."""
 
 
 class Record:
@@ -60,6 +70,15 @@ class PeriodSent(Record):
     @property
     def t(self) -> float:  # type: ignore[override]
         return self.rec.sent
+
+
+@dataclass(frozen=True, slots=True)
+class FrameSent(Record):
+    """One CAN frame written to the bus (``arbitration_id``, ``data``)."""
+
+    t: float
+    arbitration_id: int
+    data: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,23 +171,95 @@ class TrialStarted(Record):
 
 @dataclass(frozen=True, slots=True)
 class TrialEnded(Record):
+    """The trial is over and the joints are in the safe state (the comparison
+    is not made yet: :class:`TrialOutcome` follows it)."""
+
     t: float
-    reason: str
+    reason: EndReason
     fault: TrialFault | None
 
 
+@dataclass(frozen=True, slots=True)
+class Compared(Record):
+    """The comparison at the trial's end: ``metrics``
+    (:func:`aiko.experiments.analysis.compare.compare_paths`) and the names of
+    the figure and JSON files written beside the log ("" when not written)."""
+
+    t: float
+    metrics: dict
+    figure: str
+    json: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome(Record):
+    """The session's last record: how the trial ended, its fault, and the
+    comparison's metrics (None without one; ``comparison_error`` says why)."""
+
+    t: float
+    reason: EndReason
+    fault: TrialFault | None
+    metrics: dict | None
+    comparison_error: str | None = None
+
+
+RECORD_KINDS: tuple[type[Record], ...] = (
+    TrialStarted, PeriodSent, FrameSent, FrameReceived, StateReceived, EmcyReceived,
+    MocapRecord, ModelSampled, SteeringPeriod, Event, Status, TrialEnded, Compared,
+    TrialOutcome)
+"""Every kind of record, in about the order a session makes them."""
+
+
 class Listener(Protocol):
+    """What the fan-out hands records to (module docstring)."""
+
     def on_record(self, record: Record) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class Fanout:
-    """Hands every record to every listener, in the order they were added."""
+    """Hands every record to every listener, in the order they were added;
+    as an async context manager, starts them all and stops them all."""
 
     def __init__(self, listeners: Iterable[Listener] = ()) -> None:
         self._listeners: list[Listener] = list(listeners)
+        self._started: list[Listener] | None = None
 
     def add(self, listener: Listener) -> None:
+        if self._started is not None:
+            raise RuntimeError("a listener is added before the fan-out starts")
         self._listeners.append(listener)
+
+    async def __aenter__(self) -> Fanout:
+        self._started = []
+        try:
+            for listener in self._listeners:
+                await listener.start()
+                self._started.append(listener)
+        except BaseException:
+            await self._stop()
+            raise
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self._stop()
+
+    async def _stop(self) -> None:
+        """Stop the started listeners, the last first; each one is stopped even
+        when another's stop fails (the first failure is raised after)."""
+        started, self._started = self._started or [], None
+        failure: BaseException | None = None
+        for listener in reversed(started):
+            try:
+                await listener.stop()
+            except Exception as exc:  # noqa: BLE001 - raised once all are stopped
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def emit(self, record: Record) -> None:
         for listener in self._listeners:

@@ -3,13 +3,20 @@ and the sinks that publish a trial as it runs (MQTT telemetry, the live page,
 Foxglove).
 
 * :class:`TrialLogListener` writes every record to its channel of the trial
-  log (/references, /can/rx, /joint_state, /emcy, /mocap, /model, /steering,
-  /events) and flushes the log with every status (twice a second).
+  log (/references, /can/tx, /can/rx, /joint_state, /emcy, /mocap, /model,
+  /steering, /events, /comparison); it flushes the log whenever a record is
+  ``FLUSH_EVERY`` s of trial time past the last flush (the reporter's status
+  comes twice a second, so at least that often) and when it stops.
 * :class:`PublishListener` turns records into ``publish(topic, payload)``
   calls of a sink that never blocks nor raises. Telemetry (``full=False``)
-  gets the link, the steering, faults, the trial's start and every other
-  status; a live view (``full=True``) gets all of that, every status, the
-  model's and motion capture's links and the trial's end.
+  gets link 6, the steering, faults, EMCYs, the trial's start, its end with
+  the outcome and the comparison's metrics, every other status and, with
+  ``model=True``, the model's link 6; a live view (``full=True``) gets all
+  of that, every status, the model's and motion capture's links, the
+  trial's end as soon as the joints are safe and the comparison.
+* :class:`TelemetryListener`: a :class:`PublishListener` that also starts
+  and stops its sink (MQTT: connect with a last will; at the end publish
+  what is queued, then offline).
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ from functools import singledispatchmethod
 from aiko.experiments.files.triallog import frame_record
 
 from .fanout import (
+    Compared,
     EmcyReceived,
     Event,
     FrameReceived,
+    FrameSent,
     MocapRecord,
     ModelSampled,
     PeriodSent,
@@ -30,10 +39,14 @@ from .fanout import (
     Status,
     SteeringPeriod,
     TrialEnded,
+    TrialOutcome,
     TrialStarted,
 )
 
-__all__ = ["TrialLogListener", "PublishListener"]
+__all__ = ["TrialLogListener", "PublishListener", "TelemetryListener", "FLUSH_EVERY"]
+
+FLUSH_EVERY = 0.5
+"""Trial time between two flushes of the trial log, s."""
 
 _NO_MOCAP = {"frame": None, "x": None, "y": None, "z": None, "occluded": True, "stale": True,
              "latency": None, "t_receive": None}
@@ -45,12 +58,25 @@ class TrialLogListener:
 
     def __init__(self, trial_log) -> None:
         self.log = trial_log
+        self._flushed = -float("inf")
+
+    async def start(self) -> None:
+        """The log is open already (its owner opened it)."""
+
+    async def stop(self) -> None:
+        self.log.flush()
+
+    def on_record(self, record: Record) -> None:
+        self._write(record)
+        if record.t >= self._flushed + FLUSH_EVERY:
+            self.log.flush()
+            self._flushed = record.t
 
     @singledispatchmethod
-    def on_record(self, record: Record) -> None:
+    def _write(self, record: Record) -> None:
         """Records without a channel are not logged."""
 
-    @on_record.register
+    @_write.register
     def _(self, r: PeriodSent) -> None:
         rec = r.rec
         self.log.write("/references", rec.sent, {
@@ -60,22 +86,22 @@ class TrialLogListener:
             "omega_h": rec.refs[:, 2].tolist(), "omega_v": rec.refs[:, 3].tolist(),
             "offset": rec.offset})
 
-    @on_record.register
+    @_write.register
     def _(self, r: FrameReceived) -> None:
         out = {"id": r.rx.arbitration_id, "data": r.rx.data.hex()}
         if r.error:
             out["error"] = r.error
         self.log.write("/can/rx", r.rx.t, out)
 
-    @on_record.register
+    @_write.register
     def _(self, r: StateReceived) -> None:
         self.log.write("/joint_state", r.t, frame_record(r.frame))
 
-    @on_record.register
+    @_write.register
     def _(self, r: EmcyReceived) -> None:
         self.log.write("/emcy", r.t, frame_record(r.frame))
 
-    @on_record.register
+    @_write.register
     def _(self, r: MocapRecord) -> None:
         s = r.sample
         if s is None:
@@ -86,40 +112,59 @@ class TrialLogListener:
                                        "occluded": s.occluded, "stale": s.stale,
                                        "latency": s.latency, "t_receive": s.t_receive})
 
-    @on_record.register
+    @_write.register
     def _(self, r: ModelSampled) -> None:
         self.log.write("/model", r.t, _model_payload(r))
 
-    @on_record.register
+    @_write.register
     def _(self, r: SteeringPeriod) -> None:
         self.log.write("/steering", r.t, r.data)
 
-    @on_record.register
+    @_write.register
     def _(self, r: Event) -> None:
         self.log.write("/events", r.t, {"kind": r.kind, "data": r.data})
 
-    @on_record.register
-    def _(self, r: Status) -> None:
-        self.log.flush()  # at least twice a second, even when nothing is written
+    @_write.register
+    def _(self, r: FrameSent) -> None:
+        self.log.write("/can/tx", r.t, {"id": r.arbitration_id, "data": r.data.hex()})
 
-    @on_record.register
+    @_write.register
+    def _(self, r: Compared) -> None:
+        self.log.write("/comparison", r.t, {"metrics": r.metrics, "figure": r.figure,
+                                            "json": r.json})
+
+    @_write.register
     def _(self, r: TrialStarted) -> None:
         self.log.write("/events", r.t, {"kind": "trial_start", "data": {
             "nodes": r.nodes, "gait": r.gait, "wall_start": r.wall_start}})
 
-    @on_record.register
+    @_write.register
     def _(self, r: TrialEnded) -> None:
         self.log.write("/events", r.t, {"kind": "trial_end", "data": {
             "reason": r.reason, "fault": None if r.fault is None else r.fault.reason}})
+
+    @_write.register
+    def _(self, r: TrialOutcome) -> None:
+        self.log.write("/events", r.t, {"kind": "outcome", "data": {
+            "reason": r.reason, "fault": _fault(r.fault), "compared": r.metrics is not None,
+            "comparison_error": r.comparison_error}})
 
 
 class PublishListener:
     """Publishes records to a sink's ``publish(topic, payload)``; ``full``: a
     live view (everything) rather than telemetry (see the module docstring)."""
 
-    def __init__(self, sink, *, full: bool) -> None:
+    def __init__(self, sink, *, full: bool, model: bool = False) -> None:
         self.sink = sink
         self.full = full
+        self.model = model
+
+    async def start(self) -> None:
+        """The sink is served by its owner (the live page and Foxglove serve
+        before and after the trial)."""
+
+    async def stop(self) -> None:
+        """As :meth:`start`."""
 
     @singledispatchmethod
     def on_record(self, record: Record) -> None:
@@ -144,6 +189,14 @@ class PublishListener:
     def _(self, r: ModelSampled) -> None:
         if self.full:
             self.sink.publish("model", _model_payload(r))
+        elif self.model:
+            p = r.point
+            self.sink.publish("model", {"t": r.t, "x": float(p[0]), "y": float(p[1]),
+                                        "z": float(p[2]), "lag": r.lag})
+
+    @on_record.register
+    def _(self, r: EmcyReceived) -> None:
+        self.sink.publish("emcy", {"t": r.t, **frame_record(r.frame)})
 
     @on_record.register
     def _(self, r: SteeringPeriod) -> None:
@@ -175,6 +228,40 @@ class PublishListener:
         if self.full:
             self.sink.publish("event", {"t": r.t, "kind": "trial_end", "reason": r.reason,
                                         "fault": None if r.fault is None else str(r.fault)})
+
+    @on_record.register
+    def _(self, r: Compared) -> None:
+        if self.full:
+            self.sink.publish("comparison", r.metrics)
+
+    @on_record.register
+    def _(self, r: TrialOutcome) -> None:
+        if not self.full:   # the views had the end already, and the comparison
+            self.sink.publish("event", {
+                "t": r.t, "kind": "trial_end", "reason": r.reason, "fault": _fault(r.fault),
+                "metrics": r.metrics, "comparison_error": r.comparison_error})
+
+
+class TelemetryListener(PublishListener):
+    """Telemetry (``full=False``) whose sink it starts and stops:
+    :class:`aiko.drivers.telemetry.MqttTelemetry`, whose ``start`` connects in
+    the background and whose ``stop`` publishes what is queued and leaves."""
+
+    def __init__(self, telemetry, *, model: bool = False) -> None:
+        super().__init__(telemetry, full=False, model=model)
+
+    async def start(self) -> None:
+        await self.sink.start()
+
+    async def stop(self) -> None:
+        await self.sink.stop()
+
+
+def _fault(fault) -> dict | None:
+    """A trial fault as the outcome gives it."""
+    if fault is None:
+        return None
+    return {"kind": fault.kind, "node": fault.node, "reason": fault.reason}
 
 
 def _model_payload(r: ModelSampled) -> dict:

@@ -38,31 +38,50 @@ START_STATE_WAIT = 0.3
 
 
 class ModelService:
-    """See the module docstring. ``link``: the compared link (1-based);
-    ``markers()``: where motion capture sees the links at the start."""
+    """See the module docstring. ``model``: the link to the model's process
+    (kept as ``process``); ``link``: the compared link (1-based, kept as
+    ``compared_link``); ``markers()``: where motion capture sees the links at
+    the start."""
 
     def __init__(self, model, params: SnakeParams, gait: Gait, periods: GaitPeriods,
                  fanout: Fanout, clock, link: int,
                  markers: Callable[[], dict[int, tuple]] = dict) -> None:
-        self.model = model
+        self.process = model
         self.params = params
         self.gait = gait
         self.periods = periods
         self.fanout = fanout
         self.clock = clock
-        self.link = link
+        self.compared_link = link
         self.markers = markers
         self.samples = PathRecord()  # the compared link's path, every sample
         model.on_sample = self.on_sample
         model.on_event = lambda kind, data: fanout.emit(Event(clock.now(), kind, data))
 
+    @property
+    def started(self) -> bool:
+        """The model was started (the trial's gait began)."""
+        return bool(self.process.started)
+
+    async def run(self) -> None:
+        """Take the model's samples until cancelled (task ``model``)."""
+        await self.process.run()
+
+    async def finish(self, t_end: float) -> None:
+        """Let the model simulate up to ``t_end`` (the gait's end) and stop."""
+        await self.process.finish(t_end)
+
+    def summary(self) -> dict:
+        """The model's counters for the trial's result."""
+        return self.process.summary()
+
     def on_period(self, rec: PeriodRecord) -> None:
         """A period sent: the gait's references go to the model."""
         if rec.phase == "gait":
-            self.model.send_refs(rec.sent, rec.refs)
+            self.process.send_refs(rec.sent, rec.refs)
 
     def on_sample(self, t: float, positions: np.ndarray, lag: float) -> None:
-        p = positions[min(self.link, positions.shape[0]) - 1]
+        p = positions[min(self.compared_link, positions.shape[0]) - 1]
         self.samples.append(t, p)
         self.fanout.emit(ModelSampled(t, positions, p, lag))
 
@@ -83,17 +102,17 @@ class ModelService:
         q0 = start_posture(self.params, ah, av, markers)
         source = (f"joint angles from STATE of {len(first_states)}/{self.periods.n_nodes} "
                   f"nodes, placed on {len(markers)} mocap link(s)")
-        self.model.start(rec.sent, q0, source)
+        self.process.start(rec.sent, q0, source)
 
     def end_gait(self) -> None:
         """The gait's last period is sent: the model need not wait for more."""
         if self.periods.t_gait_end is not None:
-            self.model.end(self.periods.t_gait_end)
+            self.process.end(self.periods.t_gait_end)
 
     @property
     def lag(self) -> float | None:
         """The model's lag now, s (None once it stopped)."""
-        return self.model.lag if self.model.alive else None
+        return self.process.lag if self.process.alive else None
 
     def path(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Its samples' times (m,) and the compared link's positions (m, 3);

@@ -22,16 +22,17 @@ flagged in /references:
 ``can-dispatch`` (decodes every received frame for the supervisor, the
 streamer and the log), ``supervisor`` (raises :class:`TrialFault`),
 ``streamer`` (ends the trial after its duration), ``status`` (the reporter),
-``mocap``, ``telemetry`` and, with a parallel model, ``model`` (its samples)
+``mocap`` and, with a parallel model, ``model`` (its samples)
 and ``model-start`` (the start alignment), and one ``watch-NAME`` per child
-process whose end is a fault (the simulated Aiko). Every record they make goes
-through one :class:`~.fanout.Fanout` to its listeners (:mod:`.listeners`: the
-trial log, telemetry, the live views). Whatever ends the trial (its duration,
-a fault, Ctrl-C, SIGTERM), the shut-down sends the safe-state NMT, records
-why, lets the parallel model finish the trial's last seconds, flushes the log
-and hands the result to ``on_end``.
+process whose end is a fault (the simulated Aiko). Every record they make,
+and every frame the CAN driver sends, goes through the session's
+:class:`~.fanout.Fanout` to its listeners (:mod:`.listeners`: the trial log,
+telemetry, the live views). Whatever ends the trial (its duration, a fault,
+Ctrl-C, SIGTERM), the shut-down sends the safe-state NMT, records why, lets
+the parallel model finish the trial's last seconds and hands the result to
+``on_end``.
 
-Steering (``config.steering``): see :mod:`.mocap_sink`. Start alignment: see
+Steering (``config.steering``): see :mod:`.steering`. Start alignment: see
 :mod:`.model_service`.
 """
 
@@ -50,11 +51,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from aiko.control.gait import JOINT_LIMIT, Gait
-from aiko.control.preflight import OMEGA_MAX
-from aiko.control.steering import SteeringConfig, steering_loop
+from aiko.control.gait import Gait
+from aiko.control.steering import steering_loop
 from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
-from aiko.control.supervisor import FaultPolicy, NodesMissingError, Supervisor, TrialFault
+from aiko.control.supervisor import NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger
 from aiko.drivers.priority import freeze_heap
 from aiko.experiments.analysis.compare import Paths
@@ -62,9 +62,9 @@ from aiko.experiments.analysis.simulate import LINK_OF_INTEREST
 from aiko.firmware_interface.dbc import DBC_PATH, load_database
 from aiko.model import SnakeParams
 
-from .fanout import Fanout, PeriodSent, TrialEnded, TrialStarted
-from .listeners import PublishListener, TrialLogListener
-from .mocap_sink import MocapSink, Steering
+from .config import TrialConfig
+from .fanout import EndReason, Fanout, FrameSent, PeriodSent, TrialEnded, TrialStarted
+from .mocap_sink import MocapSink
 from .model_service import ModelService
 from .services import (
     CanDispatcher,
@@ -75,59 +75,23 @@ from .services import (
     TrialDone,
     watch_child,
 )
+from .steering import TrialSteering
 
 __all__ = ["TrialConfig", "TrialResult", "run_trial", "trial_metadata", "LINK_OF_INTEREST"]
 
 log = logging.getLogger(__name__)
 
-END_CHOICES = ("hold", "straight")
-"""How a trial that ran its duration ends: hold the last posture, or ramp
-every joint to 0 first."""
-
-@dataclass(frozen=True)
-class TrialConfig:
-    """Everything that defines a trial (stored in the log's metadata)."""
-
-    gait: str
-    nodes: int = 10
-    duration: float | None = None
-    period: float = 0.1
-    startup_timeout: float = 2.0
-    rig: str = "robot"
-    can_interface: str = "socketcan"
-    can_channel: str = "can0"
-    bitrate: int | None = None
-    mocap: str = "none"
-    mocap_subject: str = "link6"
-    mocap_segment: str = "link6"
-    mocap_rate: float = 20.0
-    mqtt: str | None = None
-    policy: FaultPolicy = field(default_factory=FaultPolicy)
-    ramp_time: float | None = None   # None: the automatic duration
-    end: str = "hold"                # or "straight"
-    force: bool = False              # stream a gait the preflight refused
-    steering: SteeringConfig | None = None   # close the loop through motion capture
-    limit: float = JOINT_LIMIT       # rad, the joints' limit the preflight checks
-    omega_max: float = OMEGA_MAX     # rad/s, the motors' full-duty speed (preflight)
-
-    def __post_init__(self) -> None:
-        if self.end not in END_CHOICES:
-            raise ValueError(f"end must be one of {', '.join(END_CHOICES)}, got {self.end!r}")
-        if self.ramp_time is not None and not self.ramp_time >= 0:
-            raise ValueError(f"ramp_time must be >= 0, got {self.ramp_time!r}")
-
-
 @dataclass
 class TrialResult:
-    reason: str                        # "completed", "fault", "interrupted"
+    reason: EndReason
     fault: TrialFault | None
     stream: StreamStats
     duration: float
     nodes_ok: int
     can: dict
     mocap: dict
-    telemetry: dict
     last_link6: tuple[float, float, float] | None
+    telemetry: dict = field(default_factory=dict)  # published, dropped: the session's
     model: dict = field(default_factory=dict)
     paths: Paths | None = None
     t_gait0: float | None = None
@@ -160,34 +124,28 @@ def dbc_attachment() -> dict[str, bytes]:
     return {DBC_PATH.name: DBC_PATH.read_bytes()}
 
 
-async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, trial_log, *,
-                    mocap_source=None, telemetry=None,
-                    status: Callable[[dict], None] | None = None,
+async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, fanout: Fanout, *,
+                    mocap_source=None, status: Callable[[dict], None] | None = None,
                     model=None, model_params: SnakeParams | None = None,
                     children=(), on_end: Callable[[TrialResult], None] | None = None,
-                    viewers=()) -> TrialResult:
+                    mocap_links: bool = False) -> TrialResult:
     """Run one trial to its end; see the module docstring.
 
+    ``fanout``: the session's :class:`~.fanout.Fanout`, started (every record
+    of the trial goes through it, the frames the CAN driver sends too);
     ``model``: a :class:`aiko.experiments.trial.model_link.ModelLink` to the
     parallel model (``model_params`` its snake); ``children``: processes
     (:class:`aiko.experiments.trial.processes.Child`) whose exit stops the
     trial; ``on_end(result)`` runs at the end however the trial ended (also
-    when it was interrupted, before the cancellation goes on); ``viewers``:
-    live views, each a ``publish(topic, payload)`` that never blocks nor
-    raises (their owner serves them, before and after the trial), fed what
-    the telemetry gets plus the model's links, the steering and the trial's
-    end."""
+    when it was interrupted, before the cancellation goes on); ``mocap_links``:
+    look up every ``linkN`` object of each motion-capture frame (for live
+    views; steering does anyway)."""
     load_database()   # the codec's DBC is read now, not at the bring-up's first frame
     nodes = list(range(1, config.nodes + 1))
-    fanout = Fanout([TrialLogListener(trial_log)])
-    if telemetry is not None:
-        fanout.add(PublishListener(telemetry, full=False))
-    for view in viewers:
-        fanout.add(PublishListener(view, full=True))
+    can_io.on_tx = lambda t, i, d: fanout.emit(FrameSent(t, i, d))
     parts = _TrialParts.wire(config, gait, can_io, clock, fanout, nodes, mocap_source,
-                             bool(viewers), model, model_params)
-    return await _run(parts, partial(parts.tasks, telemetry, children, status), trial_log,
-                      telemetry, on_end)
+                             model, model_params, mocap_links)
+    return await _run(parts, partial(parts.tasks, children, status), on_end)
 
 
 @dataclass
@@ -212,39 +170,38 @@ class _TrialParts:
 
     @classmethod
     def wire(cls, config: TrialConfig, gait: Gait, can_io, clock, fanout: Fanout,
-             nodes: list[int], mocap_source, viewers: bool, model,
-             model_params: SnakeParams | None) -> _TrialParts:
+             nodes: list[int], mocap_source, model, model_params: SnakeParams | None,
+             mocap_links: bool = False) -> _TrialParts:
         phases = Phases(clock, fanout)
         periods = GaitPeriods(len(nodes), config.period)
         sup = Supervisor(can_io, nodes, clock, config.policy, on_event=fanout.event)
-        steering = None if config.steering is None else Steering(
-            steering_loop(config.steering, gait), fanout, config.mocap_subject)
+        steering = None if config.steering is None else TrialSteering(
+            steering_loop(config.steering, gait, config.limit), fanout, config.mocap_subject)
         mocap = None if mocap_source is None else MocapSink(mocap_source, fanout, steering,
-                                                             want_links=viewers)
+                                                             want_links=mocap_links)
         link = LINK_OF_INTEREST
         if model is not None and model_params is None:
             raise ValueError("a parallel model needs its model_params")
-        model_svc = None if model is None or model_params is None else ModelService(
+        model_service = None if model is None or model_params is None else ModelService(
             model, model_params, gait, periods, fanout, clock, link,
             dict if mocap is None else partial(mocap.start_markers, link))
 
         def on_period(rec: PeriodRecord) -> None:
             periods.on_period(rec)
-            if model_svc is not None:
-                model_svc.on_period(rec)
+            if model_service is not None:
+                model_service.on_period(rec)
             fanout.emit(PeriodSent(rec, nodes))
 
         streamer = ReferenceStreamer(can_io, gait, nodes, clock, config.period,
                                      on_period=on_period,
                                      steer=None if steering is None else steering.offset)
         stream = StreamPhases(streamer, config, clock, phases, fanout,
-                              on_gait_end=model_svc.end_gait if model_svc else lambda: None)
+                              on_gait_end=model_service.end_gait if model_service else lambda: None)
         dispatcher = CanDispatcher(can_io, fanout, sup, streamer, periods)
         return cls(config, clock, can_io, fanout, nodes, phases, periods, sup, streamer,
-                   dispatcher, stream, mocap, mocap_source, model_svc)
+                   dispatcher, stream, mocap, mocap_source, model_service)
 
-    def tasks(self, telemetry, children, status: Callable[[dict], None] | None
-              ) -> dict[str, Coroutine]:
+    def tasks(self, children, status: Callable[[dict], None] | None) -> dict[str, Coroutine]:
         """The trial's named tasks, made once the nodes are up."""
         tasks: dict[str, Coroutine] = {
             "can-dispatch": self.dispatcher.run(), "supervisor": self.supervisor.watch(),
@@ -254,10 +211,8 @@ class _TrialParts:
             self.mocap_logger = MocapLogger(self.mocap_source, self.clock, self.mocap,
                                             self.config.mocap_rate)
             tasks["mocap"] = self.mocap_logger.run()
-        if telemetry is not None:
-            tasks["telemetry"] = telemetry.run()
         if self.model is not None:
-            tasks["model"] = self.model.model.run()
+            tasks["model"] = self.model.run()
             tasks["model-start"] = self.model.start()
         for child in children:
             tasks[f"watch-{child.name}"] = watch_child(child)
@@ -275,12 +230,13 @@ class _TrialParts:
         return snap
 
 
-async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]], trial_log,
-               telemetry, on_end: Callable[[TrialResult], None] | None) -> TrialResult:
+async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]],
+               on_end: Callable[[TrialResult], None] | None) -> TrialResult:
     """Bring up, run the tasks in one TaskGroup until one ends the trial, then
     the safe state and the result, on every way out."""
     cfg, clock, sup = parts.config, parts.clock, parts.supervisor
-    reason, fault = "completed", cast(TrialFault | None, None)
+    reason: EndReason = "completed"
+    fault: TrialFault | None = None
     t_start = clock.now()
     parts.fanout.emit(TrialStarted(t_start, parts.stream.streamer.gait.name, parts.nodes,
                                    getattr(clock, "wall_start", None), cfg.steering))
@@ -304,16 +260,16 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
         raise
     finally:
         gc.unfreeze()
-        result = await _shut_down(parts, reason, fault, t_start, trial_log, telemetry)
+        result = await _shut_down(parts, reason, fault, t_start)
         if on_end is not None:
             on_end(result)
     return result
 
 
-async def _shut_down(parts: _TrialParts, reason: str, fault: TrialFault | None,
-                     t_start: float, trial_log, telemetry) -> TrialResult:
+async def _shut_down(parts: _TrialParts, reason: EndReason, fault: TrialFault | None,
+                     t_start: float) -> TrialResult:
     """The wind-down after any end: safe state, the trial's end, the model's
-    last seconds, the log flushed; the result."""
+    last seconds; the result."""
     clock, sup, phases = parts.clock, parts.supervisor, parts.phases
     if phases.current != "wind-down" or reason != "completed":
         phases.enter("wind-down", end="safe state" if reason != "completed" else parts.config.end,
@@ -327,15 +283,14 @@ async def _shut_down(parts: _TrialParts, reason: str, fault: TrialFault | None,
     parts.fanout.emit(TrialEnded(clock.now(), reason, fault))
     t_gait0, t_gait_end = parts.periods.t_gait0, parts.periods.t_gait_end
     model = parts.model
-    if model is not None and model.model.started and t_gait_end is not None:
+    if model is not None and model.started and t_gait_end is not None:
         try:
-            await model.model.finish(t_gait_end)
+            await model.finish(t_gait_end)
         except asyncio.CancelledError:  # a second Ctrl-C: stop waiting
             pass
-    trial_log.flush()
-    result = _result(reason, fault, parts, clock.now() - t_start, telemetry)
+    result = _result(reason, fault, parts, clock.now() - t_start)
     if model is not None:
-        result.model = model.model.summary()
+        result.model = model.summary()
         model_path = model.path()
         if model_path is not None:
             t_exp, p_exp = ((np.zeros(0), np.zeros((0, 3))) if parts.mocap is None
@@ -346,8 +301,8 @@ async def _shut_down(parts: _TrialParts, reason: str, fault: TrialFault | None,
     return result
 
 
-def _result(reason: str, fault: TrialFault | None, parts: _TrialParts, duration: float,
-            telemetry) -> TrialResult:
+def _result(reason: EndReason, fault: TrialFault | None, parts: _TrialParts,
+            duration: float) -> TrialResult:
     src, logger, sink = parts.mocap_source, parts.mocap_logger, parts.mocap
     counters = parts.can_io.counters
     mocap: dict = {}
@@ -358,10 +313,7 @@ def _result(reason: str, fault: TrialFault | None, parts: _TrialParts, duration:
     return TrialResult(
         reason, fault, parts.streamer.stats, duration, parts.supervisor.nodes_ok(),
         {k: getattr(counters, k) for k in ("tx", "rx", "tx_errors", "rx_errors", "rx_dropped")},
-        mocap,
-        {} if telemetry is None else {"published": telemetry.published,
-                                      "dropped": telemetry.dropped},
-        None if sink is None else sink.last_position)
+        mocap, None if sink is None else sink.last_position)
 
 
 def jitter_summary(stats: StreamStats) -> dict:

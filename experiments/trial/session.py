@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,15 +41,12 @@ from aiko.experiments.analysis.compare import (
 from aiko.experiments.files.scene_file import scene_json
 from aiko.experiments.files.triallog import TrialLog, check_log_path
 from aiko.experiments.rig.plant_params import PlantParams
+from aiko.experiments.trial.config import TrialConfig
+from aiko.experiments.trial.fanout import Compared, Fanout, Listener, TrialOutcome
+from aiko.experiments.trial.listeners import PublishListener, TelemetryListener, TrialLogListener
 from aiko.experiments.trial.model_link import ModelLink, start_model_process
 from aiko.experiments.trial.processes import Child, ChildProcesses, python_module, wait_all_ready
-from aiko.experiments.trial.runner import (
-    TrialConfig,
-    TrialResult,
-    dbc_attachment,
-    run_trial,
-    trial_metadata,
-)
+from aiko.experiments.trial.runner import TrialResult, dbc_attachment, run_trial, trial_metadata
 from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
 from aiko.model.scene import Scene
 
@@ -71,7 +68,8 @@ class SessionConfig:
     out: the trial log; plant: the simulated Aiko's settings (simulated rig);
     parallel_model: run the model beside the trial; mocap_host/mocap_port:
     where a vicon-udp source listens (port 0: any free port, told to the
-    simulated Aiko), or the DataStream host; mqtt: telemetry settings;
+    simulated Aiko), or the DataStream host; mqtt: telemetry settings
+    (mqtt_model: the parallel model's link 6 published too);
     live / foxglove: serve the live page / the Foxglove WebSocket protocol
     on (host, port) for the whole session (port 0: any free port); scene:
     the obstacles on the floor (the simulated Aiko's and the parallel
@@ -85,6 +83,7 @@ class SessionConfig:
     mocap_host: str | None = None
     mocap_port: int | None = None
     mqtt: MqttConfig | None = None
+    mqtt_model: bool = False                   # publish the model's link 6 too
     live: tuple[str, int] | None = None        # (host, port) of the live page
     foxglove: tuple[str, int] | None = None    # (host, port) of the Foxglove server
     scene: Scene = field(default_factory=Scene)
@@ -153,9 +152,12 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
 
 async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, *,
                       say: Callable[[str], None] = lambda text: None,
-                      status: Callable[[dict], None] | None = None) -> TrialResult:
+                      status: Callable[[dict], None] | None = None,
+                      listeners: Sequence[Listener] = ()) -> TrialResult:
     """Run one experiment; see the module docstring. ``say`` gets progress
-    messages for the user; ``status`` the trial's status snapshots."""
+    messages for the user; ``status`` the trial's status snapshots;
+    ``listeners``: more listeners of the session's records (:mod:`.fanout`),
+    after the trial log, telemetry and the live views."""
     report.out = Path(config.out)
     params = model_params_for(config.trial, gait)
     plant_cfg = _check(config, gait, params, report)
@@ -173,7 +175,7 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
             model = ModelLink(children.pop(), clock)
         return await _run_logged_trial(config, gait, report, clock, can_channel, params,
                                        mocap=mocap, model=model, children=children,
-                                       viewers=viewers, status=status)
+                                       views=viewers, listeners=listeners, status=status)
 
 
 def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
@@ -192,7 +194,7 @@ def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
     if tc.steering is not None:
         if tc.mocap == "none":
             raise SteeringError("steering needs motion capture (--mocap)")
-        steering_loop(tc.steering, gait)  # the gait leaves room to steer
+        steering_loop(tc.steering, gait, tc.limit)  # the gait leaves room to steer
     start = None
     plant_cfg = config.plant
     if simulated and plant_cfg.start_curve is not None:   # a bad curve fails here
@@ -306,50 +308,72 @@ async def _start_children(procs: ChildProcesses, config: SessionConfig,
 
 async def _run_logged_trial(config: SessionConfig, gait: Gait, report: SessionReport, clock,
                             can_channel: str, params: SnakeParams, *, mocap, model,
-                            children: list[Child], viewers: list,
+                            children: list[Child], views: list,
+                            listeners: Sequence[Listener],
                             status: Callable[[dict], None] | None) -> TrialResult:
-    """Open the CAN bus and the trial log, run the trial, compare at its end."""
+    """Open the CAN bus, the trial log and the record stream, run the trial,
+    compare at its end. ``views``: the live page and Foxglove (each a sink
+    with ``publish``); ``listeners``: the caller's own."""
     tc = config.trial
     simulated = tc.rig == "simulated"
     can_io = CanDriver.open("slcan" if simulated else tc.can_interface, can_channel,
                             clock, tc.bitrate)
+    telemetry = None
     async with can_io:
         tc_run = tc if not simulated else _with_channel(tc, can_channel)
         with TrialLog(config.out, _metadata(tc_run, gait, config), dbc_attachment()) as tlog:
-            can_io.on_tx = lambda t, i, d: tlog.write("/can/tx", t, {"id": i, "data": d.hex()})
-            pre = report.preflight
-            assert pre is not None  # _check ran it
-            tlog.write("/events", clock.now(), {"kind": "preflight", "data": {
-                **pre.to_dict(), "forced": tc.force and not pre.ok}})
-            for name, pid in report.children.items():
-                tlog.write("/events", clock.now(), {"kind": "process_started",
-                                                    "data": {"name": name, "pid": pid}})
-            telemetry = None
+            fanout = Fanout([TrialLogListener(tlog)])
             if config.mqtt is not None:
                 from aiko.drivers.telemetry import MqttTelemetry
                 telemetry = MqttTelemetry(config.mqtt, Path(config.out).stem)
-
-            def on_end(result: TrialResult) -> None:
-                request_normal()          # the comparison and figure are no hurry
-                report.result = result
-                _compare(report, result, gait, tlog, clock, config.scene)
-                if report.metrics is not None:
-                    for v in viewers:
-                        v.publish("comparison", report.metrics)
-                if tc.steering is not None:
-                    _steering_report(report, tlog, gait, clock)
-
-            priority = request_realtime()
-            log.info("trial runner: %s", priority)
-            tlog.write("/events", clock.now(), {"kind": "priority",
-                                                "data": {"runner": str(priority)}})
+                fanout.add(TelemetryListener(telemetry, model=config.mqtt_model))
+            for view in views:
+                fanout.add(PublishListener(view, full=True))
+            for listener in listeners:
+                fanout.add(listener)
             try:
-                return await run_trial(tc_run, gait, can_io, clock, tlog, mocap_source=mocap,
-                                       telemetry=telemetry, status=status, model=model,
-                                       model_params=params, children=children, on_end=on_end,
-                                       viewers=viewers)
+                async with fanout:
+                    return await _logged_trial(config, gait, report, clock, tc_run, params,
+                                               fanout, tlog, can_io, mocap=mocap, model=model,
+                                               children=children, viewers=bool(views),
+                                               status=status)
             finally:
-                request_normal()
+                if telemetry is not None and report.result is not None:
+                    report.result.telemetry = {"published": telemetry.published,
+                                               "dropped": telemetry.dropped}
+
+
+async def _logged_trial(config: SessionConfig, gait: Gait, report: SessionReport, clock,
+                        tc: TrialConfig, params: SnakeParams, fanout: Fanout, tlog: TrialLog,
+                        can_io: CanDriver, *, mocap, model, children: list[Child], viewers: bool,
+                        status: Callable[[dict], None] | None) -> TrialResult:
+    """The session's first records, the trial, and at its end the comparison,
+    the steering report and the outcome, every record through ``fanout``."""
+    pre = report.preflight
+    assert pre is not None  # _check ran it
+    fanout.event(clock.now(), "preflight", {**pre.to_dict(), "forced": tc.force and not pre.ok})
+    for name, pid in report.children.items():
+        fanout.event(clock.now(), "process_started", {"name": name, "pid": pid})
+
+    def on_end(result: TrialResult) -> None:
+        request_normal()          # the comparison and figure are no hurry
+        report.result = result
+        _compare(report, result, gait, tlog.path, fanout, clock, config.scene)
+        if tc.steering is not None:
+            _steering_report(report, tlog, gait, fanout, clock)
+        fanout.emit(TrialOutcome(clock.now(), result.reason, result.fault, report.metrics,
+                                 report.comparison_error))
+
+    priority = request_realtime()
+    log.info("trial runner: %s", priority)
+    fanout.event(clock.now(), "priority", {"runner": str(priority)})
+    try:
+        return await run_trial(tc, gait, can_io, clock, fanout,
+                               mocap_source=mocap, status=status, model=model,
+                               model_params=params, children=children, on_end=on_end,
+                               mocap_links=viewers)
+    finally:
+        request_normal()
 
 
 def _with_channel(tc: TrialConfig, channel: str) -> TrialConfig:
@@ -382,10 +406,10 @@ def _plant_line(report: SessionReport, line: str) -> None:
         report.plant.update(msg["status"])
 
 
-def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock,
-             scene: Scene | None = None) -> None:
-    """Comparison at the end of a trial: metrics into the log, figure and JSON
-    beside it."""
+def _compare(report: SessionReport, result: TrialResult, gait: Gait, log_path: Path,
+             fanout: Fanout, clock, scene: Scene | None = None) -> None:
+    """Comparison at the end of a trial: the figure and JSON beside the log,
+    the metrics as a :class:`~.fanout.Compared` record."""
     if result.paths is None:
         report.comparison_error = "the parallel model produced no output"
         return
@@ -393,23 +417,23 @@ def _compare(report: SessionReport, result: TrialResult, gait: Gait, tlog, clock
         metrics = compare_paths(result.paths)
     except ComparisonError as exc:
         report.comparison_error = str(exc)
-        tlog.write("/events", clock.now(), {"kind": "comparison_failed",
-                                            "data": {"reason": str(exc)}})
+        fanout.event(clock.now(), "comparison_failed", {"reason": str(exc)})
         return
     report.metrics = metrics
-    title = f"{gait.name}: experiment and model, link 6 ({Path(tlog.path).stem})"
+    title = f"{gait.name}: experiment and model, link 6 ({Path(log_path).stem})"
     try:
-        report.figure, report.json = save_comparison(tlog.path, result.paths, title, metrics,
+        report.figure, report.json = save_comparison(log_path, result.paths, title, metrics,
                                                      scene=scene)
     except OSError as exc:
         report.comparison_error = f"cannot write the figure: {exc.strerror}"
-    tlog.write("/comparison", clock.now(), {
-        "metrics": metrics, "figure": report.figure.name if report.figure else "",
-        "json": report.json.name if report.json else ""})
+    fanout.emit(Compared(clock.now(), metrics, report.figure.name if report.figure else "",
+                         report.json.name if report.json else ""))
 
 
-def _steering_report(report: SessionReport, tlog, gait: Gait, clock) -> None:
-    """A steered trial's metrics into the log, its figure beside it."""
+def _steering_report(report: SessionReport, tlog: TrialLog, gait: Gait, fanout: Fanout,
+                     clock) -> None:
+    """A steered trial's metrics as a ``steering_report`` event, its figure
+    beside the log (read back from the log, flushed first)."""
     from aiko.experiments.analysis.steering_report import (
         save_steering_figure,
         steering_metrics,
@@ -433,5 +457,5 @@ def _steering_report(report: SessionReport, tlog, gait: Gait, clock) -> None:
     except (OSError, ValueError) as exc:
         log.warning("steering report: %s", exc)
         return
-    tlog.write("/events", clock.now(), {"kind": "steering_report", "data": {
-        **report.steering, "figure": report.steering_figure.name}})
+    fanout.event(clock.now(), "steering_report", {**report.steering,
+                                                  "figure": report.steering_figure.name})

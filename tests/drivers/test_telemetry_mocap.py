@@ -54,10 +54,16 @@ def test_trial_telemetry_reaches_a_real_broker(broker, tmp_path):
     topics = {t for t, _ in got}
     assert {"aiko/t1/link6", "aiko/t1/status", "aiko/t1/event"} <= topics
     status = [p for t, p in got if t == "aiko/t1/status"]
-    assert status[-1]["nodes_ok"] == 2 and status[-1]["periods"] > 10
+    # online first, the snapshots, offline last (published before leaving)
+    assert status[0] == {"state": "online", "trial": "t1"}
+    assert status[-1] == {"state": "offline", "trial": "t1", "reason": "trial ended"}
+    running = [p for p in status if p["state"] == "running"]
+    assert running[-1]["nodes_ok"] == 2 and running[-1]["periods"] > 10
     link6 = [p for t, p in got if t == "aiko/t1/link6" and "y" in p]
     assert link6 and all(abs(p["y"] - 0.01 * p["frame"]) < 1e-9 for p in link6)
-    assert result.telemetry["published"] == tel.published > 0
+    events = [p["kind"] for t, p in got if t == "aiko/t1/event"]
+    assert events == ["trial_start"]  # trial_end is the session's, after the comparison
+    assert tel.published == len(got) and tel.dropped == 0
     assert result.reason == "completed" and result.stream.missed == 0
 
 
