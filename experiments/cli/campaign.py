@@ -9,9 +9,9 @@ import math
 import sys
 from pathlib import Path
 
-from aiko.experiments.cli.args import ArgError, Parser
+from aiko.experiments.cli.args import ArgError
 
-__all__ = ["add_parser", "cmd_campaign", "entry_argv", "check_plan"]
+__all__ = ["add_parser", "cmd_campaign", "entry_settings", "check_plan"]
 
 PROMPT = "Enter: start · r: redo the last · s: skip · q: stop > "
 
@@ -36,95 +36,65 @@ def add_parser(sub) -> None:
     c.set_defaults(func=cmd_campaign)
 
 
-def _run_parser() -> tuple[Parser, Parser]:
-    """A parser of ``aiko run``'s arguments alone (``["run", ...]``), and
-    its ``run`` subparser."""
-    from aiko.experiments.cli import run
+def entry_settings(plan, entry):
+    """The settings of a plan entry's trials: the defaults, the plan's rig
+    file (or ./aiko.toml), the entry's settings and its duration. PlanError
+    names the entry and key."""
+    from aiko.experiments.files.campaign_plan import PlanError
+    from aiko.experiments.trial.settings import SettingsError, build_settings, plan_value
 
-    p = Parser(prog="aiko")
-    sub = p.add_subparsers(dest="command", parser_class=Parser)
-    run.add_parser(sub)
-    return p, sub.choices["run"]
-
-
-def _run_flags(run_parser: Parser) -> set[str]:
-    """``aiko run``'s flags, as plan keys (``--backlash-deg``: backlash_deg)."""
-    options = run_parser._option_string_actions   # argparse lists them nowhere else
-    return {s[2:].replace("-", "_") for s in options if s.startswith("--")}
-
-
-def entry_argv(entry, out: Path | None, rig_file: Path | None) -> list[str]:
-    """``aiko run``'s arguments for one trial of a plan entry."""
-    argv = ["run", entry.gait, "--duration", repr(entry.duration)]
-    if out is not None:
-        argv += ["--out", str(out)]
-    if rig_file is not None:
-        argv += ["--rig-file", str(rig_file)]
+    where = f"trial {plan.entries.index(entry) + 1} ({entry.name})"
+    values = {}
     for key, value in entry.settings:
-        flag = "--" + key.replace("_", "-")
-        values = value if isinstance(value, list) else [value]
-        for v in values:
-            if v is True:
-                argv.append(flag)
-            elif v is not False:
-                argv += [flag, repr(v) if isinstance(v, float) else str(v)]
-    return argv
+        try:
+            name, checked = plan_value(key, value)
+        except SettingsError as exc:
+            raise PlanError(str(plan.path), exc.reason, f"{where}.{key}") from exc
+        values[name] = checked
+    values["duration"] = entry.duration
+    try:
+        return build_settings(entry=values, rig_file=plan.rig_file)
+    except SettingsError as exc:
+        raise PlanError(str(plan.path), exc.reason, where) from exc
 
 
 def check_plan(plan) -> dict:
     """Every entry as ``aiko run`` would take it, before anything starts:
     PlanError names the entry and key. Returns entry name -> rig
     ("simulated" or "robot")."""
-    from aiko.experiments.cli.rig_settings import resolve
     from aiko.experiments.files.campaign_plan import PlanError
     from aiko.experiments.files.gait_file import get_gait
+    from aiko.experiments.trial.wiring import session_config
     from aiko.model.errors import AikoError
 
-    parser, run_parser = _run_parser()
-    flags = _run_flags(run_parser)
     src = str(plan.path)
     rigs = {}
     for i, entry in enumerate(plan.entries):
         where = f"trial {i + 1} ({entry.name})"
-        for key, _ in entry.settings:
-            if key not in flags:
-                raise PlanError(src, "unknown key (not an aiko run setting)", f"{where}.{key}")
         try:
             gait = get_gait(entry.gait)
         except AikoError as exc:
             raise PlanError(src, str(exc), f"{where}.gait") from exc
+        settings = entry_settings(plan, entry)
         try:
-            args = parser.parse_args(entry_argv(entry, Path("check.mcap"), plan.rig_file))
-            settings, rig = resolve(args, "run")
-            _session(args, gait, settings, rig)
-        except (ArgError, AikoError) as exc:
-            reason = str(exc).removeprefix("aiko run: ").removeprefix("aiko: ")
-            raise PlanError(src, reason, where) from exc
-        rigs[entry.name] = args.rig
+            session_config(settings, gait, Path("check.mcap"))
+        except AikoError as exc:
+            raise PlanError(src, str(exc), where) from exc
+        rigs[entry.name] = settings.rig.rig
     return rigs
 
 
-def _session(args, gait, settings, rig):
-    from aiko.experiments.cli.rig_settings import as_metadata
-    from aiko.experiments.cli.run import session_from_args
-
-    return session_from_args(args, args.duration, gait.name, as_metadata(settings, rig))
-
-
 def _trial_runner(plan, say):
-    """The campaign's trial: ``aiko run``'s code on the entry's arguments."""
-    from aiko.experiments.cli import run as run_cmd
-    from aiko.experiments.cli.rig_settings import resolve
+    """The campaign's trial: ``aiko run``'s code on the entry's settings."""
+    from aiko.experiments.cli.run import run_session_blocking
     from aiko.experiments.files.gait_file import get_gait
     from aiko.experiments.trial.campaign import Outcome
-
-    parser, _ = _run_parser()
+    from aiko.experiments.trial.wiring import session_config
 
     def run_trial(trial) -> Outcome:
-        args = parser.parse_args(entry_argv(trial.entry, trial.out, plan.rig_file))
-        settings, rig = resolve(args, "run")
-        gait = get_gait(args.gait)
-        report, interrupted = run_cmd._run(_session(args, gait, settings, rig), gait)
+        gait = get_gait(trial.entry.gait)
+        session = session_config(entry_settings(plan, trial.entry), gait, trial.out)
+        report, interrupted = run_session_blocking(session, gait)
         result = report.result
         if interrupted or result is None:
             outcome = Outcome("aborted", report.metrics, "interrupted")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from aiko.experiments.cli.args import node_count, positive
+from aiko.experiments.cli.args import positive
+from aiko.experiments.cli.flags import add_flags, add_rig_file_flag, given_flags
 
-__all__ = ["add_parser", "cmd_doctor", "doctor_config"]
+__all__ = ["add_parser", "cmd_doctor", "doctor_settings"]
 
 
 def add_parser(sub) -> None:
@@ -24,30 +24,8 @@ def add_parser(sub) -> None:
                     "log; the model's kernels are compiled (compiled now if not). The rig "
                     "comes from the rig file (--rig-file, or aiko.toml in the working "
                     "folder) and the flags. Exit 0: ready; 1: a part failed; 2: bad input.")
-    d.add_argument("--rig-file", type=Path, default=None, metavar="FILE.toml",
-                   help="the lab's rig (default: aiko.toml in the working folder if there is "
-                        "one); the flags below override its values")
-    d.add_argument("--can-interface", default=None, metavar="NAME",
-                   help="python-can interface: socketcan (default), slcan, pcan, kvaser, ...")
-    d.add_argument("--can-channel", default=None, metavar="CH",
-                   help="channel, e.g. can0 (default), /dev/ttyACM0, socket://127.0.0.1:PORT")
-    d.add_argument("--bitrate", type=int, default=None, metavar="B", help="bit rate in bit/s")
-    d.add_argument("--nodes", type=node_count, default=None, metavar="N",
-                   help="joint modules 1..N (default 10)")
-    d.add_argument("--mocap", default=None, metavar="SRC",
-                   help="vicon-udp[:PORT], vicon-datastream:HOST or none (default none)")
-    d.add_argument("--mocap-subject", default=None, metavar="NAME",
-                   help="the tracked object (default link6)")
-    d.add_argument("--mocap-segment", default=None, metavar="NAME",
-                   help="DataStream segment of the subject (default link6)")
-    d.add_argument("--mocap-rate", type=positive("mocap rate"), default=None, metavar="HZ",
-                   help="the rate trials log motion capture at; the stream must reach it "
-                        "(default 20)")
-    d.add_argument("--mqtt", default=None, metavar="URL",
-                   help="telemetry broker, mqtt://[user:pass@]host[:port][/prefix] or mqtts://")
-    d.add_argument("--mqtt-ca", default=None, metavar="FILE", help="CA file for mqtts://")
-    d.add_argument("--trials-folder", default=None, metavar="DIR",
-                   help="where trial logs go (default: the working folder)")
+    add_rig_file_flag(d, what="the rig checked is the robot's")
+    add_flags(d, "doctor")
     d.add_argument("--duration", type=positive("duration"), default=600.0, metavar="S",
                    help="the longest trial planned, for the disk check (default 600)")
     d.add_argument("--no-kernels", dest="kernels", action="store_false",
@@ -57,42 +35,23 @@ def add_parser(sub) -> None:
     d.set_defaults(func=cmd_doctor)
 
 
-def doctor_config(args: argparse.Namespace):
-    """The rig to check from the rig file and the flags (``args`` updated with
-    the merged values), and the rig file read (None without one)."""
-    from aiko.drivers.can_bus import check_interface
-    from aiko.experiments.cli.rig_settings import mqtt_config, resolve
-    from aiko.experiments.files.rig_file import RigFileError
-    from aiko.experiments.trial.doctor import DoctorConfig
+def doctor_settings(args: argparse.Namespace):
+    """The rig to check, from the rig file and the flags."""
+    from aiko.experiments.trial.settings import build_settings
 
-    _, rig = resolve(args, "doctor")
-    check_interface(args.can_interface, args.can_channel)
-    source = args.mocap_source or "none"
-    mqtt, problem = None, None
-    try:   # a password variable not set is the broker's row failing, not bad input
-        mqtt = mqtt_config(args)
-    except RigFileError as exc:
-        problem = str(exc)
-    return rig, DoctorConfig(
-        can_interface=args.can_interface, can_channel=args.can_channel, bitrate=args.bitrate,
-        nodes=args.nodes, mocap_source=source,
-        # as in aiko run: a UDP stream is listened to on every address
-        mocap_host=args.mocap_host if source == "vicon-datastream" else None,
-        mocap_port=args.mocap_port, mocap_subject=args.mocap_subject,
-        mocap_segment=args.mocap_segment, mocap_rate=args.mocap_rate, mqtt=mqtt,
-        mqtt_problem=problem, trials_folder=Path(args.trials_folder or "."),
-        trial_duration=args.duration, kernels=args.kernels)
+    return build_settings(given_flags(args, "doctor"), rig_file=args.rig_file).rig
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     import asyncio
 
     from aiko.experiments.trial.doctor import check_rig
+    from aiko.experiments.trial.wiring import doctor_config
 
-    rig, cfg = doctor_config(args)
+    rig = doctor_settings(args)
+    cfg = doctor_config(rig, args.duration, args.kernels)
     if not args.json:
-        print(f"checking the rig (rig file: {rig.path if rig is not None else 'none'}) ...",
-              flush=True)
+        print(f"checking the rig (rig file: {rig.rig_file or 'none'}) ...", flush=True)
     report = asyncio.run(check_rig(cfg, say=lambda line: print(line, flush=True)
                                    if not args.json else None))
     if args.json:

@@ -23,6 +23,7 @@ command's default)::
     url = "mqtts://aiko@broker.lab:8883/aiko"
     ca_file = "lab-ca.pem"         # relative to the rig file
     password_env = "AIKO_MQTT_PASSWORD"   # the password's environment variable
+    model = false                  # publish the parallel model's link 6 too
     [trials]
     folder = "trials"              # relative to the rig file
     name = "{gait}-{time}"         # {gait}, {time} (YYYYmmdd-HHMMSS)
@@ -30,8 +31,8 @@ command's default)::
     host = "127.0.0.1"             # the live page's and Foxglove's address
 
 Pure: :func:`load_rig_file` reads and checks a file into a frozen
-:class:`RigFile`; :func:`merge` lays flags over the file over the defaults
-and says where each value came from. A password is never part of a RigFile:
+:class:`RigFile` (the settings layers it takes part in are
+:mod:`aiko.experiments.trial.settings`). A password is never part of a RigFile:
 only the name of the environment variable that holds it.
 """
 
@@ -47,8 +48,8 @@ from typing import Any
 from aiko.experiments.files.tomlfile import read_toml
 from aiko.model.errors import AikoError
 
-__all__ = ["RigFile", "RigFileError", "load_rig_file", "find_rig_file", "merge", "Setting",
-           "RIG_FILE_NAME", "MOCAP_SOURCES", "trial_stem", "mqtt_password"]
+__all__ = ["RigFile", "RigFileError", "load_rig_file", "find_rig_file", "RIG_FILE_NAME",
+           "MOCAP_SOURCES", "trial_stem", "mqtt_password"]
 
 RIG_FILE_NAME = "aiko.toml"
 """The rig file read by default from the working folder."""
@@ -95,6 +96,12 @@ def _choice(options):
     return check
 
 
+def _bool(v, src, key):
+    if not isinstance(v, bool):
+        raise RigFileError(src, f"must be true or false, got {v!r}", key)
+    return v
+
+
 def _env_name(v, src, key):
     v = _text(v, src, key)
     if not (v.replace("_", "").isalnum() and not v[0].isdigit()):
@@ -112,7 +119,7 @@ _SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
               "port": (_int(1, 65535), "mocap_port"), "subject": (_text, "mocap_subject"),
               "segment": (_text, "mocap_segment"), "rate": (_positive, "mocap_rate")},
     "mqtt": {"url": (_text, "mqtt"), "ca_file": (_text, "mqtt_ca"),
-             "password_env": (_env_name, "mqtt_password_env")},
+             "password_env": (_env_name, "mqtt_password_env"), "model": (_bool, "mqtt_model")},
     "trials": {"folder": (_text, "trials_folder"), "name": (_text, "trials_name")},
     "live": {"host": (_text, "live_host")},
 }
@@ -179,30 +186,6 @@ def find_rig_file(given: str | Path | None, cwd: Path | None = None) -> Path | N
         return Path(given)
     default = (cwd or Path.cwd()) / RIG_FILE_NAME
     return default if default.is_file() else None
-
-
-@dataclass(frozen=True)
-class Setting:
-    """A merged value and where it came from: ``default``, ``file`` or ``flag``."""
-
-    value: Any
-    source: str
-
-
-def merge(defaults: dict[str, Any], rig: RigFile | None,
-          flags: dict[str, Any]) -> dict[str, Setting]:
-    """Every setting of ``defaults``: the flag's value where a flag was given
-    (not None), else the file's, else the default."""
-    out = {}
-    file = rig.settings if rig is not None else {}
-    for name, default in defaults.items():
-        if flags.get(name) is not None:
-            out[name] = Setting(flags[name], "flag")
-        elif name in file:
-            out[name] = Setting(file[name], "file")
-        else:
-            out[name] = Setting(default, "default")
-    return out
 
 
 def trial_stem(pattern: str, gait: str, now: datetime | None = None) -> str:

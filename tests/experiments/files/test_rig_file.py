@@ -11,11 +11,11 @@ from aiko.experiments.files.rig_file import (
     RigFileError,
     find_rig_file,
     load_rig_file,
-    merge,
     mqtt_password,
     trial_stem,
 )
 from aiko.experiments.files.triallog import read_trial
+from aiko.experiments.trial.settings import build_settings
 from tests.conftest import aiko, start_emulator, stop
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "aiko.toml"
@@ -37,8 +37,7 @@ def test_the_documented_example_loads():
 def test_flags_override_the_file_which_overrides_the_defaults(tmp_path):
     f = tmp_path / "aiko.toml"
     f.write_text('[can]\nchannel = "can1"\n[joints]\nnodes = 4\n')
-    merged = merge({"can_channel": "can0", "nodes": 10, "bitrate": None},
-                   load_rig_file(f), {"nodes": 3, "can_channel": None})
+    merged = build_settings({"nodes": 3, "can_channel": None}, cwd=tmp_path).sources
     assert (merged["can_channel"].value, merged["can_channel"].source) == ("can1", "file")
     assert (merged["nodes"].value, merged["nodes"].source) == (3, "flag")
     assert (merged["bitrate"].value, merged["bitrate"].source) == (None, "default")
@@ -144,8 +143,8 @@ def test_aiko_run_with_a_rig_file_against_the_emulator(tmp_path):
 
 
 @pytest.mark.parametrize("spec, needle", [
-    ("vicon-udp:x", "--mocap vicon-udp:x: the port must be an integer"),
-    ("vicon-udp:70000", "--mocap vicon-udp:70000: port out of range"),
+    ("vicon-udp:x", "argument --mocap: vicon-udp:x: the port must be an integer"),
+    ("vicon-udp:70000", "argument --mocap: vicon-udp:70000: port out of range"),
     ("optitrack", "expected vicon-udp[:PORT], vicon-datastream:HOST or none"),
     ("vicon-datastream", "expected vicon-udp[:PORT], vicon-datastream:HOST or none"),
 ])

@@ -98,7 +98,7 @@ def test_bad_plans_name_the_entry_and_key(tmp_path, change, needle):
     ("unknown-key", "trial 2 (lateral-undulation).wobble: unknown key (not an aiko run setting)"),
     ("unknown-gait", "trial 1 (sidewinding-fast).gait: sidewinding-fast: unknown gait"),
     ("zero-reps", "repetitions: must be a whole number >= 1, got 0"),
-    ("bad-value", "trial 1 (sidewinding): argument --plant: invalid choice: 'perfect'"),
+    ("bad-value", "trial 1 (sidewinding).plant: invalid choice: 'perfect'"),
     ("other-campaign", "holds campaign 'floor-b', not 'floor-a'"),
     ("foreign-index", "holds a campaign index (campaign.csv) without its campaign.json"),
 ])

@@ -12,8 +12,8 @@ import pytest
 
 from aiko.control import PRESETS, references
 from aiko.control.ramp import RAMP_TOLERANCE
-from aiko.experiments.cli.rig_settings import RIG_DEFAULTS
 from aiko.experiments.files.triallog import read_trial
+from aiko.experiments.trial.settings import build_settings
 from aiko.firmware_interface.protocol import EmcyCode, Status
 from tests.conftest import aiko, robot_args, spawn, start_emulator, stop
 
@@ -171,7 +171,7 @@ def test_preflight_check_prints_the_table(tmp_path):
     head = lines.index("settings (value, and where it came from):")
     assert head == 16 and lines[head + 1] == "rig file: none"
     settings = lines[head + 2:]
-    assert len(settings) == len(RIG_DEFAULTS)
+    assert len(settings) == len(build_settings(cwd=tmp_path).sources)
     assert all(line.endswith("(default)") for line in settings)
     fast = aiko("run", "--check", "sidewinding", "--nodes", "3", cwd=tmp_path)
     lines = fast.stdout.splitlines()

@@ -1,0 +1,610 @@
+"""A trial's settings below the command line: one table of options, values
+laid in layers, typed frozen settings.
+
+Every setting that ``aiko run`` takes besides its gait (and that ``aiko
+doctor`` and a campaign plan's entries share) is one :class:`Option` of
+:data:`OPTIONS`: its name, default, flag, parser, help and group. The command
+line's parsers are generated from it (:mod:`aiko.experiments.cli.flags`), a
+campaign plan's keys are checked against it, and :func:`build_settings`, the
+one function the CLI, ``aiko doctor``, ``aiko campaign`` and Python users
+call, lays the values over each other:
+
+    defaults  <  rig file (``aiko.toml``)  <  campaign entry  <  flags
+
+keeping each value's source (``default``, ``file``, ``plan``, ``flag``) for
+``aiko run --check`` and the trial log. The result is a :class:`RunSettings`
+of frozen dataclasses (:class:`RigSettings` with its :class:`CanSettings`,
+:class:`MocapSettings` and :class:`MqttSettings`; :class:`TrialSettings`;
+:class:`SteeringSettings`; :class:`PlantSettings`), which
+:mod:`aiko.experiments.trial.wiring` turns into a session.
+
+Units are in the names where they are not SI (``limit_deg``,
+``heading_deg``, ``backlash_deg``, ``mocap_noise_mm``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from aiko.control.gait import JOINT_LIMIT
+from aiko.control.preflight import OMEGA_MAX
+from aiko.drivers.mocap import VICON_UDP_PORT
+from aiko.experiments.files.rig_file import RigFile, find_rig_file, load_rig_file
+from aiko.model.errors import AikoError
+
+__all__ = ["Option", "OPTIONS", "OPTION", "PLAN_KEY", "Setting", "SettingsError", "MocapSpec",
+           "parse_mocap_spec", "build_settings", "plan_value", "RunSettings", "RigSettings",
+           "CanSettings", "MocapSettings", "MqttSettings", "TrialSettings", "SteeringSettings",
+           "PlantSettings", "Source", "without_password", "FAULT_KINDS", "checked_number",
+           "options_of"]
+
+Source = Literal["default", "file", "plan", "flag"]
+
+FAULT_KINDS = ("current-limit", "encoder-fault")
+"""The faults ``--tolerate`` may name (every other fault always stops a trial)."""
+
+
+class SettingsError(AikoError):
+    """Settings that cannot be used: ``reason`` (one line, naming the flag),
+    ``name`` the setting at fault where there is one."""
+
+    def __init__(self, reason: str, name: str | None = None) -> None:
+        self.reason, self.name = reason, name
+        super().__init__(reason)
+
+
+# ---------------------------------------------------------------- parsers
+
+
+def checked_number(kind: str, cast: Callable = float, ok: Callable[[Any], bool] = lambda v: True,
+                   expect: str = "", finite: bool = True) -> Callable[[str], Any]:
+    """A parser of text: ``cast`` it, check it with ``ok``; ValueError with a
+    one-line message (``finite=False`` lets a float be inf)."""
+    noun = "an integer" if cast is int else "a number"
+
+    def parse(text: str):
+        try:
+            v = cast(text)
+        except ValueError:
+            raise ValueError(f"{kind} must be {noun}, got {text!r}") from None
+        if (cast is float and finite and not math.isfinite(v)) or not ok(v):
+            raise ValueError(f"{kind} must {expect}, got {text}")
+        return v
+    return parse
+
+
+def _positive(kind: str) -> Callable[[str], float]:
+    return checked_number(kind, float, lambda v: v > 0, "be a positive number")
+
+
+def _nonneg(kind: str) -> Callable[[str], float]:
+    return checked_number(kind, float, lambda v: v >= 0, "be a number >= 0")
+
+
+_port = checked_number("port", int, lambda v: 0 <= v <= 65535, "lie in 0..65535")
+_nodes = checked_number("nodes", int, lambda v: 1 <= v <= 63, "lie in 1..63")
+_bitrate = checked_number("bitrate", int, lambda v: v > 0, "be a positive integer")
+_finite = checked_number("heading", float)
+
+
+@dataclass(frozen=True)
+class MocapSpec:
+    """``--mocap``'s value: the source's kind, and the DataStream's host or the
+    UDP port where it names one."""
+
+    source: str
+    host: str | None = None
+    port: int | None = None
+
+
+def parse_mocap_spec(spec: str) -> MocapSpec:
+    """``vicon-udp[:PORT] | vicon-datastream:HOST | none`` (the one place the
+    spelling is read); ValueError with a one-line message."""
+    if spec == "none":
+        return MocapSpec("none")
+    kind, _, arg = spec.partition(":")
+    if kind == "vicon-udp":
+        if not arg:
+            return MocapSpec(kind)
+        try:
+            port = int(arg)
+        except ValueError:
+            raise ValueError(f"{spec}: the port must be an integer") from None
+        if not 0 <= port <= 65535:
+            raise ValueError(f"{spec}: port out of range")
+        return MocapSpec(kind, port=port)
+    if kind == "vicon-datastream" and arg:
+        return MocapSpec(kind, host=arg)
+    raise ValueError(f"{spec!r}: expected vicon-udp[:PORT], vicon-datastream:HOST or none")
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: ``name`` (a Python name; the flag is ``--`` and the name
+    with dashes unless ``flag`` says otherwise), its ``default``, ``help``,
+    ``parse`` (text to value, ValueError with a message; None: the text),
+    ``choices``, ``kind`` (``value``; ``switch``: on when given; ``list``:
+    repeatable; ``port``: a port, or ``const`` when given bare), ``group``
+    (the --help section), ``commands`` that take it, ``exclusive`` (options
+    of one exclusive set name it)."""
+
+    name: str
+    default: Any
+    help: str
+    group: str
+    commands: tuple[str, ...] = ("run",)
+    parse: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    kind: Literal["value", "switch", "list", "port"] = "value"
+    const: Any = None
+    flag: str | None = None
+    exclusive: str | None = None
+
+    @property
+    def flag_name(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def parse_text(self, text: str) -> Any:
+        """A value given as text (a flag's), checked."""
+        if self.choices is not None and text not in self.choices:
+            raise ValueError(f"invalid choice: {text!r} (choose from "
+                             f"{', '.join(self.choices)})")
+        return text if self.parse is None else self.parse(text)
+
+
+RIG, TRIAL, VIEW, STEER, PLANT = ("rig", "trial", "view", "steering", "plant")
+_BOTH = ("run", "doctor")
+
+OPTIONS: tuple[Option, ...] = (
+    # the rig: run and doctor (and the rig file)
+    Option("rig", None, "simulated: start the simulated Aiko (default without a rig file); "
+           "robot: the real bus and motion capture", RIG, choices=("simulated", "robot")),
+    Option("can_interface", "socketcan", "python-can interface: socketcan (default), slcan, "
+           "pcan, kvaser, ...", RIG, _BOTH, metavar="NAME"),
+    Option("can_channel", "can0", "channel, e.g. can0 (default), /dev/ttyACM0, "
+           "socket://127.0.0.1:PORT", RIG, _BOTH, metavar="CH"),
+    Option("bitrate", None, "bit rate in bit/s (robot: 1000000)", RIG, _BOTH, _bitrate,
+           metavar="B"),
+    Option("nodes", 10, "joint modules 1..N (default 10)", RIG, _BOTH, _nodes, metavar="N"),
+    Option("limit_deg", math.degrees(JOINT_LIMIT), "the joints' mechanical limit, deg (the "
+           "preflight's and the steering's; default 45)", RIG, parse=_positive("limit"),
+           metavar="DEG"),
+    Option("max_speed_deg_s", math.degrees(OMEGA_MAX), "the motors' full-duty speed, deg/s "
+           "(the preflight's; default 103.1)", RIG, parse=_positive("max speed"),
+           metavar="DEG/S"),
+    Option("mocap", None, "vicon-udp[:PORT], vicon-datastream:HOST or none (default: none "
+           "on the robot, the simulated Aiko's stream on the simulated rig)", RIG, _BOTH,
+           parse_mocap_spec, metavar="SRC"),
+    Option("mocap_subject", "link6", "the tracked object (UDP object name or DataStream "
+           "subject; default link6)", RIG, _BOTH, metavar="NAME"),
+    Option("mocap_segment", "link6", "DataStream segment of the subject (default link6)",
+           RIG, _BOTH, metavar="NAME"),
+    Option("mocap_rate", 20.0, "motion-capture logging rate, Hz; the stream must reach it "
+           "(default 20)", RIG, _BOTH, _positive("mocap rate"), metavar="HZ"),
+    Option("mqtt", None, "telemetry broker, mqtt://[user:pass@]host[:port][/prefix] or "
+           "mqtts://", RIG, _BOTH, metavar="URL"),
+    Option("mqtt_ca", None, "CA file for mqtts://", RIG, _BOTH, metavar="FILE"),
+    Option("mqtt_model", False, "publish the parallel model's link 6 to the broker too "
+           "(.../model, at the motion-capture rate)", RIG, kind="switch"),
+    Option("trials_folder", None, "where trial logs go (default: the working folder)", RIG,
+           _BOTH, metavar="DIR"),
+    # the trial
+    Option("duration", None, "trial length, s (default: 15 on the simulated rig, until "
+           "Ctrl-C on the robot)", TRIAL, parse=_positive("duration"), metavar="S"),
+    Option("force", False, "stream a gait the preflight refuses (clamped at the joint "
+           "limits; logged)", TRIAL, kind="switch"),
+    Option("ramp_time", None, "time to ramp the joints to the gait's start posture (default: "
+           "the fastest joint at 25 % of its motor's full-duty speed)", TRIAL,
+           parse=_nonneg("ramp time"), metavar="S"),
+    Option("end", "hold", "when the duration is over: hold the last posture (default) or "
+           "ramp every joint back to 0 first; faults and Ctrl-C always hold", TRIAL,
+           choices=("hold", "straight")),
+    Option("tolerate", (), "keep going after this fault (default: every fault stops the "
+           "trial); repeatable", TRIAL, choices=FAULT_KINDS, metavar="FAULT", kind="list"),
+    Option("startup_timeout", 2.0, "wait this long for every node's heartbeat (default 2)",
+           TRIAL, parse=_positive("startup timeout"), metavar="S"),
+    Option("no_model", False, "do not run the model in parallel (no comparison)", TRIAL,
+           kind="switch"),
+    Option("scene", None, "obstacles on the floor (a scene file or a preset, pegs-grid): in "
+           "the parallel model, in the simulated Aiko (--rig simulated, whose motion capture "
+           "then streams each peg as peg1, peg2, ...) and in the log", TRIAL,
+           metavar="FILE.toml|NAME"),
+    # watching it live
+    Option("live", None, "serve a live page of the trial on http://127.0.0.1:PORT/ (default "
+           "port 8765; 0: any free port): link 6 from motion capture and from the model, "
+           "x(t), y(t), the heading when steering, the status", VIEW, parse=_port,
+           metavar="PORT", kind="port", const=8765),
+    Option("live_host", "127.0.0.1", "bind the live page (and --foxglove) to this address "
+           "instead of 127.0.0.1, e.g. 0.0.0.0 to let other machines watch", VIEW,
+           metavar="HOST"),
+    Option("foxglove", None, "serve the trial to Foxglove (WebSocket protocol, default port "
+           "8766): the links as a 3D scene, link 6, steering, status, events", VIEW,
+           parse=_port, metavar="PORT", kind="port", const=8766),
+    # steering
+    Option("heading_deg", None, "hold this heading of travel (deg from motion capture's x "
+           "axis toward y)", STEER, parse=_finite, metavar="DEG", flag="--heading",
+           exclusive="target"),
+    Option("path", None, "follow a straight line or waypoint polyline with line-of-sight "
+           "guidance ([path] waypoints = [[x, y], ...] m, lookahead, accept)", STEER,
+           metavar="FILE.toml", exclusive="target"),
+    Option("steer_gain", 0.25, "offset per heading error, deg/deg (default 0.25)", STEER,
+           parse=_positive("steer gain"), metavar="K"),
+    Option("steer_ki", 0.015, "integral gain, deg of offset per deg s of heading error "
+           "(default 0.015; 0: proportional only); takes out a steady turn, e.g. from joints "
+           "whose zero is off", STEER, parse=_nonneg("steer ki"), metavar="K"),
+    Option("steer_max_deg", 15.0, "largest offset (default 15; less where the gait's "
+           "amplitude leaves less room to the joint limits)", STEER,
+           parse=_positive("steer max"), metavar="DEG"),
+    Option("steer_hold", 1.0, "on stale motion capture, hold the last offset this long "
+           "before falling back to open loop (default 1)", STEER,
+           parse=_nonneg("steer hold"), metavar="S"),
+    Option("steer_window", None, "the heading estimate's window (default: one gait period)",
+           STEER, parse=_positive("steer window"), metavar="S"),
+    # the simulated Aiko
+    Option("plant", "realistic", "realistic: 4 deg free play, the modules' servo limits, "
+           "0.5 mm mocap noise (default); ideal: none of them", PLANT,
+           choices=("realistic", "ideal")),
+    Option("backlash_deg", None, "free play between motor and link, deg", PLANT,
+           parse=_nonneg("backlash"), metavar="DEG"),
+    Option("servo", None, "module: the firmware's duty- and speed-limited servo; ideal: "
+           "motors at their reference at every instant", PLANT, choices=("module", "ideal")),
+    Option("mocap_noise_mm", None, "motion-capture noise (standard deviation per "
+           "coordinate)", PLANT, parse=_nonneg("mocap noise"), metavar="MM"),
+    Option("mocap_latency_ms", None, "motion-capture latency", PLANT,
+           parse=_nonneg("mocap latency"), metavar="MS"),
+    Option("start_curve", None, "the simulated Aiko starts at rest laid along this curve "
+           "([curve] polyline or arc; see aiko simulate --start-curve); the trial's ramp "
+           "then takes its joints to the gait's start posture", PLANT, metavar="FILE.toml"),
+    Option("plant_fault", (), "an emulated module's fault, as aiko emulate --fault (drop=F, "
+           "delay=S, silent, encoder[=h|v], saturate[=h|v], babble=RATE; @T s after the "
+           "simulated Aiko's start), to rehearse a fault; repeatable", PLANT,
+           metavar="NODE:KIND[=V][@T]", kind="list"),
+    Option("plant_mu", None, "the simulated floor's friction, if it differs from the gait's",
+           PLANT, parse=_nonneg("plant mu"), metavar="MU"),
+    Option("plant_mu_x", None, "the simulated floor's friction along the links", PLANT,
+           parse=_nonneg("plant mu-x"), metavar="MU"),
+    Option("plant_mu_y", None, "the simulated floor's friction across the links", PLANT,
+           parse=_nonneg("plant mu-y"), metavar="MU"),
+)
+"""Every setting of a trial, in the order ``--check`` shows them."""
+
+OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
+PLAN_KEY: dict[str, Option] = {o.flag_name[2:].replace("-", "_"): o for o in OPTIONS
+                               if "run" in o.commands}
+"""A campaign entry's keys: ``aiko run``'s flags, dashes as underscores."""
+
+_FROM_FILE_ONLY = {"mqtt_password_env": None, "trials_name": "trial-{time}"}
+"""Settings only the rig file gives (the password's variable, the log name
+pattern)."""
+
+_MOCAP_PARTS = ("mocap_source", "mocap_host", "mocap_port")
+"""What ``mocap`` stands for in the layers (the rig file has them apart)."""
+
+
+# ---------------------------------------------------------------- layers
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A merged value and where it came from."""
+
+    value: Any
+    source: Source
+
+
+def plan_value(key: str, value: Any) -> tuple[str, Any]:
+    """A campaign entry's ``key`` (its flag's name with underscores:
+    ``heading``, ``backlash_deg``) and value (TOML: a string, number, boolean
+    or list) as (setting name, value), checked as the flag would be;
+    SettingsError says why not."""
+    opt = PLAN_KEY.get(key)
+    if opt is None:
+        raise SettingsError("unknown key (not an aiko run setting)", key)
+    try:
+        return opt.name, _coerce(opt, value)
+    except ValueError as exc:
+        raise SettingsError(str(exc), opt.name) from None
+
+
+def _coerce(opt: Option, value: Any) -> Any:
+    if opt.kind == "switch":
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, got {value!r}")
+        return value
+    if opt.kind == "list":
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, str) for v in items):
+            raise ValueError(f"must be a string or a list of strings, got {value!r}")
+        return tuple(opt.parse_text(v) for v in items)
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"must be a string or a number, got {value!r}")
+    return opt.parse_text(repr(value) if isinstance(value, float) else str(value))
+
+
+def _layer(values: Mapping[str, Any], source: Source) -> dict[str, Setting]:
+    """A layer's settings, ``mocap`` spelled out; None and empty lists are not given."""
+    out: dict[str, Setting] = {}
+    for name, value in values.items():
+        switch_off = name in OPTION and OPTION[name].kind == "switch" and value is False
+        if value is None or value == () or switch_off:
+            continue
+        if name == "mocap":
+            spec = value if isinstance(value, MocapSpec) else parse_mocap_spec(value)
+            out["mocap_source"] = Setting(spec.source, source)
+            if spec.host is not None:
+                out["mocap_host"] = Setting(spec.host, source)
+            if spec.port is not None:
+                out["mocap_port"] = Setting(spec.port, source)
+            continue
+        out[name] = Setting(value, source)
+    return out
+
+
+def _defaults() -> dict[str, Setting]:
+    out = {o.name: Setting(o.default, "default") for o in OPTIONS if o.name != "mocap"}
+    out.update({n: Setting(None, "default") for n in _MOCAP_PARTS})
+    out.update({n: Setting(v, "default") for n, v in _FROM_FILE_ONLY.items()})
+    return out
+
+
+# ---------------------------------------------------------------- typed settings
+
+
+@dataclass(frozen=True)
+class CanSettings:
+    interface: str = "socketcan"
+    channel: str = "can0"
+    bitrate: int | None = None
+
+
+@dataclass(frozen=True)
+class MocapSettings:
+    """``source`` None: the rig's own (the simulated Aiko's Tracker stream on
+    the simulated rig, none on the robot); ``host``: the DataStream server;
+    ``port``: where a Tracker UDP stream is listened to (None: 51001 on the
+    robot, any free port on the simulated rig); ``rate``: the logging rate, Hz."""
+
+    source: str | None = None
+    host: str | None = None
+    port: int | None = None
+    subject: str = "link6"
+    segment: str = "link6"
+    rate: float = 20.0
+
+    def on(self, rig: str) -> MocapSettings:
+        """These settings with the source and port the rig implies."""
+        source = self.source or ("vicon-udp" if rig == "simulated" else "none")
+        port = self.port
+        if rig == "robot" and source == "vicon-udp" and port is None:
+            port = VICON_UDP_PORT
+        return MocapSettings(source, self.host if source == "vicon-datastream" else None,
+                             port, self.subject, self.segment, self.rate)
+
+    @property
+    def spec(self) -> str | None:
+        """The ``--mocap`` spelling (``vicon-udp:51001``, ...)."""
+        if self.source == "vicon-udp" and self.port is not None:
+            return f"vicon-udp:{self.port}"
+        if self.source == "vicon-datastream":
+            return f"vicon-datastream:{self.host}"
+        return self.source
+
+
+@dataclass(frozen=True)
+class MqttSettings:
+    """The broker's URL (None: no telemetry), its CA file, the environment
+    variable holding its password, and whether the model's link 6 goes too."""
+
+    url: str | None = None
+    ca_file: str | None = None
+    password_env: str | None = None
+    model: bool = False
+
+
+@dataclass(frozen=True)
+class RigSettings:
+    rig: Literal["simulated", "robot"] = "simulated"
+    can: CanSettings = field(default_factory=CanSettings)
+    nodes: int = 10
+    limit_deg: float = math.degrees(JOINT_LIMIT)
+    max_speed_deg_s: float = math.degrees(OMEGA_MAX)
+    mocap: MocapSettings = field(default_factory=MocapSettings)
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    trials_folder: str | None = None
+    trials_name: str = "trial-{time}"
+    live_host: str = "127.0.0.1"
+    rig_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    duration: float | None = None
+    force: bool = False
+    ramp_time: float | None = None
+    end: str = "hold"
+    tolerate: tuple[str, ...] = ()
+    startup_timeout: float = 2.0
+    parallel_model: bool = True
+    scene: str | None = None
+    live: int | None = None
+    foxglove: int | None = None
+
+
+@dataclass(frozen=True)
+class SteeringSettings:
+    """Steering through motion capture (no target: none); degrees as named."""
+
+    heading_deg: float | None = None
+    path: str | None = None
+    gain: float = 0.25
+    ki: float = 0.015
+    max_deg: float = 15.0
+    hold: float = 1.0
+    window: float | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return self.heading_deg is not None or self.path is not None
+
+
+@dataclass(frozen=True)
+class PlantSettings:
+    """The simulated Aiko: a preset and what differs from it (None: the preset's)."""
+
+    preset: Literal["realistic", "ideal"] = "realistic"
+    backlash_deg: float | None = None
+    servo: str | None = None
+    mocap_noise_mm: float | None = None
+    mocap_latency_ms: float | None = None
+    start_curve: str | None = None
+    faults: tuple[str, ...] = ()
+    mu: float | None = None
+    mu_x: float | None = None
+    mu_y: float | None = None
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a trial is set up with, and where each value came from
+    (``sources``: setting name -> :class:`Setting`)."""
+
+    rig: RigSettings
+    trial: TrialSettings
+    steering: SteeringSettings
+    plant: PlantSettings
+    sources: Mapping[str, Setting]
+
+    @property
+    def simulated(self) -> bool:
+        return self.rig.rig == "simulated"
+
+    def describe(self) -> list[str]:
+        """Lines for ``--check``: the rig file, then every setting, its value
+        and where it came from (no password)."""
+        rig_file = self.rig.rig_file
+        lines = [f"rig file: {rig_file if rig_file is not None else 'none'}"]
+        width = max(len(n) for n in self.sources)
+        for name, s in self.sources.items():
+            value = _shown(name, s.value)
+            text = f"{value:.6g}" if isinstance(value, float) else str(value)
+            lines.append(f"  {name:{width}s}  {text:24s}  ({s.source})")
+        return lines
+
+    def as_metadata(self) -> dict:
+        """The settings for the trial log: value and source of each, the rig
+        file's path; no password."""
+        out = {name: {"value": _json(_shown(name, s.value)), "source": s.source}
+               for name, s in self.sources.items()}
+        rig_file = self.rig.rig_file
+        return {"rig_file": None if rig_file is None else str(rig_file), "settings": out}
+
+
+def _shown(name: str, value: Any) -> Any:
+    return without_password(value) if name == "mqtt" else value
+
+
+def _json(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def without_password(url: str | None) -> str | None:
+    """A broker URL with any password taken out (what logs and tables keep)."""
+    from urllib.parse import urlparse, urlunparse
+
+    if url is None:
+        return None
+    u = urlparse(url)
+    if u.password is None:
+        return url
+    netloc = u.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunparse(u._replace(netloc=f"{user}@{netloc[1]}"))
+
+
+# ---------------------------------------------------------------- the one function
+
+
+def build_settings(flags: Mapping[str, Any] | None = None, *, rig_file: str | Path | None = None,
+                   entry: Mapping[str, Any] | None = None,
+                   cwd: Path | None = None) -> RunSettings:
+    """The settings of a trial: the defaults, then the rig file (``rig_file``,
+    else ``aiko.toml`` in ``cwd`` or the working folder if there is one; a rig
+    file describes the robot), then a campaign ``entry``'s settings (checked
+    with :func:`plan_value`), then ``flags`` (setting name -> value, None for
+    a flag not given). RigFileError for a bad rig file, SettingsError for a
+    value that cannot be used."""
+    path = find_rig_file(rig_file, cwd)
+    rig = load_rig_file(path) if path is not None else None
+    merged = _defaults()
+    if rig is not None:   # a rig file describes the robot
+        merged.update(_layer({"rig": "robot", **rig.settings}, "file"))
+    if entry:
+        merged.update(_layer(entry, "plan"))
+    merged.update(_layer(_known(flags or {}), "flag"))
+    return _typed(merged, rig)
+
+
+def _known(flags: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(flags) - set(OPTION))
+    if unknown:
+        raise SettingsError(f"{unknown[0]}: not a setting of a trial", unknown[0])
+    return dict(flags)
+
+
+def _typed(s: dict[str, Setting], rig_file: RigFile | None) -> RunSettings:
+    v = {name: setting.value for name, setting in s.items()}
+    if v["rig"] is None:
+        s["rig"] = Setting("simulated", "default")
+        v["rig"] = "simulated"
+    _check_together(v)
+    rig = RigSettings(
+        v["rig"], CanSettings(v["can_interface"], v["can_channel"], v["bitrate"]), v["nodes"],
+        v["limit_deg"], v["max_speed_deg_s"],
+        MocapSettings(v["mocap_source"], v["mocap_host"], v["mocap_port"], v["mocap_subject"],
+                      v["mocap_segment"], v["mocap_rate"]),
+        MqttSettings(v["mqtt"], v["mqtt_ca"], v["mqtt_password_env"], v["mqtt_model"]),
+        v["trials_folder"], v["trials_name"], v["live_host"],
+        None if rig_file is None else rig_file.path)
+    trial = TrialSettings(v["duration"], v["force"], v["ramp_time"], v["end"],
+                          tuple(v["tolerate"]), v["startup_timeout"], not v["no_model"],
+                          v["scene"], v["live"], v["foxglove"])
+    steering = SteeringSettings(v["heading_deg"], v["path"], v["steer_gain"], v["steer_ki"],
+                                v["steer_max_deg"], v["steer_hold"], v["steer_window"])
+    plant = PlantSettings(v["plant"], v["backlash_deg"], v["servo"], v["mocap_noise_mm"],
+                          v["mocap_latency_ms"], v["start_curve"], tuple(v["plant_fault"]),
+                          v["plant_mu"], v["plant_mu_x"], v["plant_mu_y"])
+    return RunSettings(rig, trial, steering, plant, s)
+
+
+def _check_together(v: dict[str, Any]) -> None:
+    """What one setting alone cannot say."""
+    if v["heading_deg"] is not None and v["path"] is not None:
+        raise SettingsError("give either --heading or --path, not both", "path")
+    if v["plant_mu"] is not None and (v["plant_mu_x"] is not None
+                                      or v["plant_mu_y"] is not None):
+        raise SettingsError("give either --plant-mu or --plant-mu-x/--plant-mu-y, not both",
+                            "plant_mu")
+    simulated = v["rig"] == "simulated"
+    if v["start_curve"] is not None and not simulated:
+        raise SettingsError("--start-curve places the simulated Aiko; the robot starts where "
+                            "it lies", "start_curve")
+    if v["plant_fault"] and not simulated:
+        raise SettingsError("--plant-fault is for the simulated Aiko (--rig simulated)",
+                            "plant_fault")
+    if v["mocap_source"] == "vicon-datastream" and not v["mocap_host"]:
+        raise SettingsError("--mocap vicon-datastream needs the DataStream's host", "mocap")
+
+
+def options_of(command: str, groups: Iterable[str] | None = None) -> list[Option]:
+    """The options ``command`` takes (of these groups), in the table's order."""
+    wanted = None if groups is None else set(groups)
+    return [o for o in OPTIONS if command in o.commands and (wanted is None or o.group in wanted)]
+
