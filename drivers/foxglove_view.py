@@ -18,27 +18,35 @@ from __future__ import annotations
 import json
 import logging
 import time
+from functools import singledispatchmethod
 from typing import Any
 
 from aiko.model.errors import AikoError
+
+from .messages import (
+    EmcyMessage,
+    FaultMessage,
+    Link6,
+    Message,
+    MocapLinks,
+    ModelLink6,
+    StatusUpdate,
+    SteeringUpdate,
+    TrialEnd,
+    TrialStart,
+)
 
 __all__ = ["FoxgloveView", "FoxgloveViewError"]
 
 log = logging.getLogger(__name__)
 
-_NUM = {"type": ["number", "null"]}
-_SCHEMAS = {
-    "/aiko/link6": {"t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM},
-    "/aiko/model/link6": {"t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM, "lag": _NUM},
-    "/aiko/steering": {"t": _NUM, "mode": {"type": "string"}, "offset": _NUM, "heading": _NUM,
-                       "target": _NUM, "cross_track": _NUM},
-    "/aiko/status": {"t": _NUM, "phase": {"type": ["string", "null"]},
-                     "periods": {"type": "integer"}, "late": {"type": "integer"},
-                     "nodes_ok": {"type": "integer"}},
-    "/aiko/events": {"kind": {"type": "string"}},
-}
-_TOPICS = {"link6": "/aiko/link6", "steering": "/aiko/steering", "status": "/aiko/status",
-           "event": "/aiko/events", "fault": "/aiko/events"}
+_EVENTS = {"title": "aiko.Event", "type": "object", "properties": {"kind": {"type": "string"}},
+           "required": ["kind"]}
+_CHANNELS = {"/aiko/link6": Link6.SCHEMA, "/aiko/model/link6": ModelLink6.SCHEMA,
+             "/aiko/steering": SteeringUpdate.SCHEMA, "/aiko/status": StatusUpdate.SCHEMA,
+             "/aiko/events": _EVENTS}
+"""The JSON channels and their schemas (the messages', :mod:`.messages`;
+/aiko/events takes trial_start, trial_end, fault and emcy, each with its kind)."""
 TRAIL = 600
 """Points kept in each link-6 trail of the scene (30 s at 20 Hz)."""
 PEG_HEIGHT = 0.3
@@ -69,7 +77,7 @@ class FoxgloveView:
         self._server: Any = None
         self._trail_exp: list = []
         self._trail_model: list = []
-        self._model_links = None
+        self._model_links: tuple[tuple[float, float, float], ...] | None = None
         self._exp: tuple | None = None
         self._exp_links: list[tuple] | None = None
         self._scene_sent = 0
@@ -86,46 +94,78 @@ class FoxgloveView:
             raise FoxgloveViewError(f"{self.host}:{self.port}", str(exc)) from exc
         self.port = self._server.port
         self._scene = SceneUpdateChannel("/aiko/links", context=self._ctx)
-        self._json = {topic: foxglove.Channel(topic, schema={
-            "type": "object", "properties": props}, context=self._ctx)
-            for topic, props in _SCHEMAS.items()}
+        self._json = {topic: foxglove.Channel(topic, schema=schema, context=self._ctx)
+                      for topic, schema in _CHANNELS.items()}
         return self
 
     async def __aexit__(self, *exc) -> None:
         if self._server is not None:
             self._server.stop()
 
-    def publish(self, topic: str, payload: dict) -> None:
+    def publish(self, message: Message) -> None:
+        """Take one of the trial's messages (:mod:`.messages`); never blocks,
+        never raises."""
         try:
-            self._publish(topic, payload)
+            if self._publish(message, time.time_ns()):
+                self.published += 1
         except Exception as exc:  # never into the trial
             self.errors += 1
-            log.debug("foxglove: %s dropped: %s", topic, exc)
+            log.debug("foxglove: %s dropped: %s", type(message).__name__, exc)
 
-    def _publish(self, topic: str, payload: dict) -> None:
-        now = time.time_ns()
-        if topic == "model":
-            self._json["/aiko/model/link6"].log(
-                {k: payload.get(k) for k in ("t", "x", "y", "z", "lag")}, log_time=now)
-            self._model_links = payload["positions"]
-            self._trail_model.append((payload["x"], payload["y"], payload["z"]))
-            del self._trail_model[:-TRAIL]
-            self._scene_update(now)
-        elif topic == "mocap_links":
-            self._exp_links = [tuple(p) for p in payload["positions"]]
-            self._scene_update(now)
-        elif topic == "link6" and payload.get("x") is not None:
-            self._exp = (payload["x"], payload["y"], payload["z"])
-            self._trail_exp.append(self._exp)
-            del self._trail_exp[:-TRAIL]
-            self._json["/aiko/link6"].log(payload, log_time=now)
-            self._scene_update(now)
-        elif topic in _TOPICS and topic != "link6":
-            msg = payload if topic != "fault" else {"kind": "fault", **payload}
-            self._json[_TOPICS[topic]].log(json.loads(json.dumps(msg)), log_time=now)
-        else:
-            return
-        self.published += 1
+    def _log(self, channel: str, payload: dict, now: int) -> bool:
+        self._json[channel].log(json.loads(json.dumps(payload)), log_time=now)
+        return True
+
+    @singledispatchmethod
+    def _publish(self, message: Message, now: int) -> bool:
+        """Messages Foxglove is not sent (the comparison)."""
+        return False
+
+    @_publish.register
+    def _(self, m: ModelLink6, now: int) -> bool:
+        self._log("/aiko/model/link6", {"t": m.t, "x": m.x, "y": m.y, "z": m.z, "lag": m.lag},
+                  now)
+        if m.positions is not None:
+            self._model_links = m.positions
+        self._trail_model.append((m.x, m.y, m.z))
+        del self._trail_model[:-TRAIL]
+        self._scene_update(now)
+        return True
+
+    @_publish.register
+    def _(self, m: MocapLinks, now: int) -> bool:
+        self._exp_links = list(m.positions)
+        self._scene_update(now)
+        return True
+
+    @_publish.register
+    def _(self, m: Link6, now: int) -> bool:
+        if m.x is None or m.y is None or m.z is None:
+            return False
+        self._exp = (m.x, m.y, m.z)
+        self._trail_exp.append(self._exp)
+        del self._trail_exp[:-TRAIL]
+        self._log("/aiko/link6", m.payload(), now)
+        self._scene_update(now)
+        return True
+
+    @_publish.register
+    def _(self, m: SteeringUpdate, now: int) -> bool:
+        return self._log("/aiko/steering", m.payload(), now)
+
+    @_publish.register
+    def _(self, m: StatusUpdate, now: int) -> bool:
+        return self._log("/aiko/status", m.payload(), now)
+
+    @_publish.register(TrialStart)
+    @_publish.register(TrialEnd)
+    def _(self, m: TrialStart | TrialEnd, now: int) -> bool:
+        return self._log("/aiko/events", m.payload(), now)
+
+    @_publish.register(FaultMessage)
+    @_publish.register(EmcyMessage)
+    def _(self, m: FaultMessage | EmcyMessage, now: int) -> bool:
+        return self._log("/aiko/events", {"kind": m.topic, **m.payload()}, now)
 
     def _scene_update(self, now: int) -> None:
         if now - self._scene_sent < SCENE_PERIOD_NS:

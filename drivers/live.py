@@ -25,12 +25,25 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
+from functools import singledispatchmethod
 from http import HTTPStatus
 from importlib import resources
 from typing import Any
 
 from aiko.model.errors import AikoError
+
+from .messages import (
+    Comparison,
+    FaultMessage,
+    Link6,
+    Message,
+    ModelLink6,
+    StatusUpdate,
+    SteeringUpdate,
+    TrialEnd,
+    TrialStart,
+    finite,
+)
 
 __all__ = ["LiveView", "LiveViewError"]
 
@@ -53,10 +66,6 @@ class LiveViewError(AikoError):
     def __init__(self, where: str, reason: str) -> None:
         self.where, self.reason = where, reason
         super().__init__(f"live view on {where}: {reason}")
-
-
-def _num(v):
-    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
 
 def _r(v, digits=4):
@@ -88,13 +97,13 @@ class LiveView:
         self._closing = False
 
     # ----------------------------------------------------------- publishing
-    def publish(self, topic: str, payload: dict) -> None:
-        """Take one of the trial's messages (telemetry topics plus ``model``
-        and ``steering``); never blocks, never raises."""
+    def publish(self, message: Message) -> None:
+        """Take one of the trial's messages (:mod:`.messages`); never blocks,
+        never raises."""
         try:
-            rec = self._record(topic, payload)
+            rec = self._record(message)
         except (KeyError, TypeError, ValueError) as exc:  # a malformed message: drop it
-            log.debug("live view: message on %s dropped: %s", topic, exc)
+            log.debug("live view: %s dropped: %s", type(message).__name__, exc)
             return
         if rec is not None:
             self._add(rec)
@@ -103,38 +112,53 @@ class LiveView:
         self.records.append(json.dumps(rec, separators=(",", ":"), allow_nan=False))
         self._changed.set()
 
-    def _record(self, topic: str, p: dict) -> dict | None:
-        if topic == "link6":
-            if p.get("x") is None:
-                return None
-            return {"k": "exp", "t": _r(p["t"]), "x": _r(p["x"]), "y": _r(p["y"])}
-        if topic == "model":
-            return {"k": "model", "t": _r(p["t"]), "x": _r(p["x"]), "y": _r(p["y"])}
-        if topic == "steering":
-            return {"k": "steer", "t": _r(p["t"]), "mode": p["mode"],
-                    "heading": _r(_num(p.get("heading"))), "target": _r(_num(p.get("target"))),
-                    "offset": _r(p["offset"]), "e": _r(_num(p.get("cross_track")))}
-        if topic == "status":
-            return {"k": "status", **{key: p.get(key) for key in (
-                "t", "phase", "periods", "late", "missed", "nodes_ok", "nodes", "model_lag")}}
-        if topic == "fault":
-            return {"k": "fault", "t": _r(p.get("t")), "kind": p.get("kind"),
-                    "node": p.get("node"), "reason": p.get("reason")}
-        if topic == "event":
-            if p.get("kind") == "trial_start":
-                wps = p.get("waypoints")
-                return {"k": "start", "title": self.title, "gait": p.get("gait"),
-                        "steering": p.get("steering"), "target": _num(p.get("heading_target")),
-                        "waypoints": None if wps is None else [list(w) for w in wps],
-                        "pegs": self.pegs, "steps": self.steps}
-            if p.get("kind") == "trial_end":
-                return {"k": "end", "t": _r(p.get("t")), "reason": p.get("reason"),
-                        "fault": p.get("fault")}
-            return None
-        if topic == "comparison":
-            return {"k": "comparison", **{key: _num(v) for key, v in p.items()
-                                          if isinstance(v, (int, float, str)) or v is None}}
+    @singledispatchmethod
+    def _record(self, message: Message) -> dict | None:
+        """Messages the page does not draw (EMCYs, every tracked link)."""
         return None
+
+    @_record.register
+    def _(self, m: Link6) -> dict | None:
+        if m.x is None:
+            return None
+        return {"k": "exp", "t": _r(m.t), "x": _r(m.x), "y": _r(m.y)}
+
+    @_record.register
+    def _(self, m: ModelLink6) -> dict:
+        return {"k": "model", "t": _r(m.t), "x": _r(m.x), "y": _r(m.y)}
+
+    @_record.register
+    def _(self, m: SteeringUpdate) -> dict:
+        return {"k": "steer", "t": _r(m.t), "mode": m.mode, "heading": _r(finite(m.heading)),
+                "target": _r(finite(m.target)), "offset": _r(m.offset),
+                "e": _r(finite(m.cross_track))}
+
+    @_record.register
+    def _(self, m: StatusUpdate) -> dict:
+        return {"k": "status", "t": m.t, "phase": m.phase, "periods": m.periods, "late": m.late,
+                "missed": m.missed, "nodes_ok": m.nodes_ok, "nodes": m.nodes,
+                "model_lag": m.model_lag}
+
+    @_record.register
+    def _(self, m: FaultMessage) -> dict:
+        return {"k": "fault", "t": _r(m.t), "kind": m.kind, "node": m.node, "reason": m.reason}
+
+    @_record.register
+    def _(self, m: TrialStart) -> dict:
+        return {"k": "start", "title": self.title, "gait": m.gait, "steering": m.steering,
+                "target": finite(m.heading_target),
+                "waypoints": None if m.waypoints is None else [list(w) for w in m.waypoints],
+                "pegs": self.pegs, "steps": self.steps}
+
+    @_record.register
+    def _(self, m: TrialEnd) -> dict:
+        return {"k": "end", "t": _r(m.t), "reason": m.reason,
+                "fault": None if m.fault is None else m.fault.get("reason")}
+
+    @_record.register
+    def _(self, m: Comparison) -> dict:
+        return {"k": "comparison", **{key: finite(v) for key, v in m.metrics.items()
+                                      if isinstance(v, (int, float, str)) or v is None}}
 
     @property
     def clients(self) -> int:

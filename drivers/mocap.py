@@ -26,7 +26,7 @@ import math
 import struct
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiko.model.errors import AikoError
@@ -312,7 +312,7 @@ class MocapLogger:
                 self.sink(now, None)
             else:
                 if s.frame == self._last_frame:
-                    s = MocapSample(s.t_receive, s.frame, s.position, s.latency, stale=True)
+                    s = replace(s, stale=True)
                     self.stale += 1
                 self._last_frame = s.frame
                 if s.occluded:

@@ -39,6 +39,8 @@ import aiomqtt
 
 from aiko.model.errors import AikoError
 
+from .messages import Message
+
 __all__ = ["MqttConfig", "MqttTelemetry", "TelemetryConfigError", "TOPIC_QOS"]
 
 TOPIC_QOS = {"status": 0, "link6": 0, "model": 0, "steering": 0, "fault": 1, "emcy": 1,
@@ -120,12 +122,13 @@ class MqttTelemetry:
         self.connected = False
         self._task: asyncio.Task | None = None
 
-    def publish(self, subtopic: str, payload: dict) -> None:
-        """Queue a JSON message for ``PREFIX/TRIAL/subtopic``; never blocks.
-        A status snapshot is marked ``"state": "running"``."""
-        if subtopic == "status":
+    def publish(self, message: Message) -> None:
+        """Queue ``message`` (:mod:`.messages`) for ``PREFIX/TRIAL/topic``;
+        never blocks. A status is marked ``"state": "running"``."""
+        payload = message.payload()
+        if message.topic == "status":
             payload = {"state": "running", **payload}
-        self._put(subtopic, payload, TOPIC_QOS.get(subtopic, 0), retain=False)
+        self._put(message.topic, payload, TOPIC_QOS.get(message.topic, 0), retain=False)
 
     def _put(self, subtopic: str, payload: dict, qos: int, retain: bool) -> None:
         try:

@@ -26,7 +26,6 @@ Pure: :func:`load_plan` reads and checks the file's structure into a frozen
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -92,9 +91,6 @@ class Plan:
                 "entries": [{"name": e.name, "gait": e.gait, "duration": e.duration,
                              "repetitions": e.repetitions,
                              "settings": {k: v for k, v in e.settings}} for e in self.entries]}
-
-    def canonical_json(self) -> str:
-        return json.dumps(self.canonical(), sort_keys=True)
 
 
 def _resolve(base: Path, value: str) -> str:

@@ -23,6 +23,18 @@ from __future__ import annotations
 
 from functools import singledispatchmethod
 
+from aiko.drivers.messages import (
+    Comparison,
+    EmcyMessage,
+    FaultMessage,
+    Link6,
+    MocapLinks,
+    ModelLink6,
+    StatusUpdate,
+    SteeringUpdate,
+    TrialEnd,
+    TrialStart,
+)
 from aiko.experiments.files.triallog import frame_record
 
 from .fanout import (
@@ -151,8 +163,10 @@ class TrialLogListener:
 
 
 class PublishListener:
-    """Publishes records to a sink's ``publish(topic, payload)``; ``full``: a
-    live view (everything) rather than telemetry (see the module docstring)."""
+    """Publishes records as messages (:mod:`aiko.drivers.messages`) to a sink's
+    ``publish(message)``; ``full``: a live view (everything) rather than
+    telemetry; ``model``: telemetry gets the model's link 6 too (see the
+    module docstring)."""
 
     def __init__(self, sink, *, full: bool, model: bool = False) -> None:
         self.sink = sink
@@ -175,71 +189,71 @@ class PublishListener:
         s = r.sample
         if s is None or s.stale:
             return
-        if s.position is not None:
-            x, y, z = s.position
-            self.sink.publish("link6", {"t": r.t, "frame": s.frame, "x": x, "y": y, "z": z})
-        else:
-            self.sink.publish("link6", {"t": r.t, "frame": s.frame, "occluded": True})
+        x, y, z = s.position if s.position is not None else (None, None, None)
+        self.sink.publish(Link6(r.t, s.frame, x, y, z))
         if self.full and len(r.links) > 1:
-            self.sink.publish("mocap_links", {
-                "t": r.t, "frame": s.frame,
-                "positions": [list(r.links[i]) for i in sorted(r.links)]})
+            self.sink.publish(MocapLinks(r.t, s.frame, tuple(
+                tuple(r.links[i]) for i in sorted(r.links))))
 
     @on_record.register
     def _(self, r: ModelSampled) -> None:
-        if self.full:
-            self.sink.publish("model", _model_payload(r))
-        elif self.model:
-            p = r.point
-            self.sink.publish("model", {"t": r.t, "x": float(p[0]), "y": float(p[1]),
-                                        "z": float(p[2]), "lag": r.lag})
+        if not (self.full or self.model):
+            return
+        p = r.point
+        positions = tuple(tuple(q) for q in r.positions.tolist()) if self.full else None
+        self.sink.publish(ModelLink6(r.t, float(p[0]), float(p[1]), float(p[2]), r.lag,
+                                     positions))
 
     @on_record.register
     def _(self, r: EmcyReceived) -> None:
-        self.sink.publish("emcy", {"t": r.t, **frame_record(r.frame)})
+        f = r.frame
+        self.sink.publish(EmcyMessage(r.t, f.node, int(f.error_code), int(f.error_register),
+                                      int(f.motor)))
 
     @on_record.register
     def _(self, r: SteeringPeriod) -> None:
-        self.sink.publish("steering", r.data)
+        d = r.data
+        self.sink.publish(SteeringUpdate(
+            r.t, d.get("t_gait"), d["mode"], d["offset"], d.get("heading"), d.get("target"),
+            d.get("x"), d.get("y"), d.get("cross_track"), d.get("segment"), d.get("age"),
+            d.get("tracked")))
 
     @on_record.register
     def _(self, r: Event) -> None:
         if r.kind == "fault":
-            self.sink.publish("fault", {"t": r.t, "kind": r.data.get("fault"),
-                                        "node": r.data.get("node"),
-                                        "reason": r.data.get("reason")})
+            self.sink.publish(FaultMessage(r.t, r.data.get("fault"), r.data.get("node"),
+                                           r.data.get("reason")))
 
     @on_record.register
     def _(self, r: Status) -> None:
         if self.full or r.k % 2 == 0:
-            self.sink.publish("status", {k: v for k, v in r.snapshot.items() if k != "link6"})
+            s = r.snapshot
+            self.sink.publish(StatusUpdate(s["t"], s["phase"], s["periods"], s["late"],
+                                           s["missed"], s["nodes_ok"], s["nodes"],
+                                           s.get("model_lag")))
 
     @on_record.register
     def _(self, r: TrialStarted) -> None:
         st = r.steering
-        self.sink.publish("event", {
-            "t": r.t, "kind": "trial_start", "gait": r.gait,
-            "steering": None if st is None else st.mode,
-            "heading_target": None if st is None else st.heading,
-            "waypoints": None if st is None else st.waypoints})
+        self.sink.publish(TrialStart(
+            r.t, r.gait, None if st is None else st.mode, None if st is None else st.heading,
+            None if st is None else st.waypoints))
 
     @on_record.register
     def _(self, r: TrialEnded) -> None:
-        if self.full:
-            self.sink.publish("event", {"t": r.t, "kind": "trial_end", "reason": r.reason,
-                                        "fault": None if r.fault is None else str(r.fault)})
+        if self.full:   # telemetry has it with the metrics (TrialOutcome)
+            self.sink.publish(TrialEnd(r.t, r.reason, _fault(r.fault)))
 
     @on_record.register
     def _(self, r: Compared) -> None:
         if self.full:
-            self.sink.publish("comparison", r.metrics)
+            self.sink.publish(Comparison(r.metrics))
 
     @on_record.register
     def _(self, r: TrialOutcome) -> None:
         if not self.full:   # the views had the end already, and the comparison
-            self.sink.publish("event", {
-                "t": r.t, "kind": "trial_end", "reason": r.reason, "fault": _fault(r.fault),
-                "metrics": r.metrics, "comparison_error": r.comparison_error})
+            self.sink.publish(TrialEnd(r.t, r.reason, _fault(r.fault), r.metrics,
+                                       r.comparison_error))
 
 
 class TelemetryListener(PublishListener):

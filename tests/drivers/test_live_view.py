@@ -19,6 +19,16 @@ from websockets.asyncio.client import connect
 
 from aiko.control.steering import SteeringConfig
 from aiko.drivers.live import LiveView, LiveViewError
+from aiko.drivers.messages import (
+    EmcyMessage,
+    Link6,
+    MocapLinks,
+    ModelLink6,
+    StatusUpdate,
+    SteeringUpdate,
+    TrialEnd,
+    TrialStart,
+)
 from tests.conftest import trial_with_emulator
 
 
@@ -47,19 +57,15 @@ def test_the_page_its_script_and_the_stream_with_the_history_for_late_pages():
             status, ctype, body = await asyncio.to_thread(get, live.url + "live.js")
             assert status == 200 and "javascript" in ctype and b"WebSocket" in body
             assert (await asyncio.to_thread(get, live.url + "etc/passwd"))[0] == 404
-            live.publish("event", {"t": 0.0, "kind": "trial_start", "gait": "g",
-                                   "steering": "path", "heading_target": None,
-                                   "waypoints": ((0.0, 0.0), (1.0, 0.5))})
+            live.publish(TrialStart(0.0, "g", "path", None, ((0.0, 0.0), (1.0, 0.5))))
             for k in range(1200):                 # more than one message's worth
-                live.publish("link6", {"t": k / 20, "frame": k, "x": k * 1e-3, "y": 0.0,
-                                       "z": 0.05})
-            live.publish("link6", {"t": 60.0, "frame": 1200, "occluded": True})  # not drawn
-            live.publish("steering", {"t": 1.0, "mode": "closed", "offset": 0.1,
-                                      "heading": float("nan"), "target": 0.2})
-            live.publish("status", {"t": 1.0, "phase": "gait", "periods": 3, "late": 0,
-                                    "missed": 0, "nodes_ok": 10, "nodes": 10})
-            live.publish("nonsense", {"a": 1})
-            live.publish("model", {"t": 1.0})     # malformed: dropped, never raised
+                live.publish(Link6(k / 20, k, k * 1e-3, 0.0, 0.05))
+            live.publish(Link6(60.0, 1200, None, None, None))  # occluded: not drawn
+            live.publish(SteeringUpdate(1.0, 0.5, "closed", 0.1, float("nan"), 0.2, None, None,
+                                        None, None, None, None))
+            live.publish(StatusUpdate(1.0, "gait", 3, 0, 0, 10, 10))
+            live.publish(EmcyMessage(1.0, 2, 0x8611, 0x80, 1))   # not drawn
+            live.publish(ModelLink6(1.0, "x", 0.0, 0.0, 0.0))  # malformed: dropped, never raised
             async with connect(f"ws://127.0.0.1:{live.port}/ws") as ws:
                 recs = await take(ws, 1203)
             assert recs[0] == {"k": "start", "title": "t", "gait": "g", "steering": "path",
@@ -72,8 +78,8 @@ def test_the_page_its_script_and_the_stream_with_the_history_for_late_pages():
             # a page that comes later gets the same, then what follows
             async with connect(f"ws://127.0.0.1:{live.port}/ws") as ws:
                 assert len(await take(ws, 1203)) == 1203
-                live.publish("event", {"t": 2.0, "kind": "trial_end", "reason": "fault",
-                                       "fault": "joint node 2 lost"})
+                live.publish(TrialEnd(2.0, "fault", {"kind": "lost_node", "node": 2,
+                                                     "reason": "joint node 2 lost"}))
                 (end,) = await take(ws, 1)
                 assert end == {"k": "end", "t": 2.0, "reason": "fault",
                                "fault": "joint node 2 lost"}
@@ -116,7 +122,7 @@ def test_viewers_that_vanish_or_never_read_do_not_touch_the_trial(tmp_path):
     async def main():
         async with LiveView(port=0) as live:
             for k in range(150000):   # about 9 MB queued: more than the sockets hold
-                live.publish("link6", {"t": k, "frame": k, "x": 1.0, "y": 2.0, "z": 0.0})
+                live.publish(Link6(k, k, 1.0, 2.0, 0.0))
             stuck = await stuck_client(live.port)
 
             async def vanishing():
@@ -171,10 +177,10 @@ def test_foxglove_advertises_the_trial_and_sends_the_scene():
                     {"id": 8, "channelId": topics["/aiko/links"]}]}))
                 await asyncio.sleep(0.3)
 
-                async def scene_after(topic, payload):
+                async def scene_after(message):
                     """Publish, then the next scene message (at most 10 a second)."""
                     await asyncio.sleep(0.15)
-                    fox.publish(topic, payload)
+                    fox.publish(message)
                     while True:
                         m = await asyncio.wait_for(ws.recv(), 5)
                         if isinstance(m, bytes) and m[0] == 1:
@@ -184,16 +190,14 @@ def test_foxglove_advertises_the_trial_and_sends_the_scene():
                                 return len(m) - 13
 
                 got = {}
-                s1 = await scene_after("link6", {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5,
-                                                 "z": 0.05})
-                s2 = await scene_after("mocap_links", {"t": 1.5, "frame": 3, "positions": [
-                    [0.1 * i, -0.5, 0.05] for i in range(11)]})
-                s3 = await scene_after("model", {
-                    "t": 1.5, "x": 0.3, "y": -0.4, "z": 0.05, "lag": 0.0,
-                    "positions": [[0.1 * i, 0.0, 0.05] for i in range(11)]})
-                fox.publish("model", {"t": 1.6})                   # malformed: dropped
+                s1 = await scene_after(Link6(1.5, 3, 0.25, -0.5, 0.05))
+                s2 = await scene_after(MocapLinks(1.5, 3, tuple(
+                    (0.1 * i, -0.5, 0.05) for i in range(11))))
+                s3 = await scene_after(ModelLink6(1.5, 0.3, -0.4, 0.05, 0.0, tuple(
+                    (0.1 * i, 0.0, 0.05) for i in range(11))))
+                fox.publish(ModelLink6(1.6, object(), -0.4, 0.05, 0.0))  # not JSON: dropped
                 assert json.loads(got[7][0]) == {"t": 1.5, "frame": 3, "x": 0.25, "y": -0.5,
-                                                 "z": 0.05}
+                                                 "z": 0.05, "occluded": False}
                 # eleven spheres and a line more each time: the links seen, then the model's
                 assert s2 - s1 > 11 * 60 and s3 - s2 > 11 * 60, (s1, s2, s3)
         return fox
@@ -206,7 +210,7 @@ def test_the_live_page_gets_the_scenes_obstacles_with_the_start():
     from aiko.drivers.live import LiveView
 
     live = LiveView(port=0, pegs=[(0.5, 0.1, 0.05)], steps=[(1.0, 0.02), (1.5, 0.05)])
-    live.publish("event", {"kind": "trial_start", "gait": "lateral-undulation"})
+    live.publish(TrialStart(0.0, "lateral-undulation"))
     start = json.loads(live.records[-1])
     assert start["k"] == "start"
     assert start["pegs"] == [[0.5, 0.1, 0.05]]
@@ -231,7 +235,7 @@ def test_foxglove_draws_the_scenes_obstacles():
                 await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
                     {"id": 8, "channelId": topics["/aiko/links"]}]}))
                 await asyncio.sleep(0.3)
-                fox.publish("link6", {"t": 1.0, "frame": 1, "x": 0.2, "y": 0.0, "z": 0.05})
+                fox.publish(Link6(1.0, 1, 0.2, 0.0, 0.05))
                 while True:
                     m = await asyncio.wait_for(ws.recv(), 5)
                     if isinstance(m, bytes) and m[0] == 1:
@@ -346,8 +350,8 @@ class ServedInThread:
     def call(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
 
-    def publish(self, topic, payload):
-        self.loop.call_soon_threadsafe(self.live.publish, topic, payload)
+    def publish(self, message):
+        self.loop.call_soon_threadsafe(self.live.publish, message)
 
     def close(self):
         self.call(self.live.__aexit__(None, None, None))
@@ -370,17 +374,14 @@ def test_the_page_tells_a_failed_trial_and_a_lost_connection_apart(tmp_path):
     try:
         for ending in ("fault", "lost"):
             served = ServedInThread()
-            served.publish("event", {"t": 0.0, "kind": "trial_start", "gait": "sidewinding",
-                                     "steering": None, "heading_target": None,
-                                     "waypoints": None})
+            served.publish(TrialStart(0.0, "sidewinding"))
             for k in range(40):
-                served.publish("link6", {"t": k / 20, "frame": k, "x": 0.01 * k, "y": 0.0,
-                                         "z": 0.05})
+                served.publish(Link6(k / 20, k, 0.01 * k, 0.0, 0.05))
             driver.get(served.live.url)
             assert wait_for_state(driver, ("running",)) == "running"
             if ending == "fault":
-                served.publish("event", {"t": 2.0, "kind": "trial_end", "reason": "fault",
-                                         "fault": "joint node 4 lost: no heartbeat"})
+                served.publish(TrialEnd(2.0, "fault", {
+                    "kind": "lost_node", "node": 4, "reason": "joint node 4 lost: no heartbeat"}))
                 assert wait_for_state(driver, ("fault",)) == "fault"
                 banner = driver.find_element("id", "banner").text
                 assert "fault" in banner and "joint node 4 lost" in banner
@@ -413,10 +414,9 @@ def test_the_page_draws_the_pegs_in_view(tmp_path):
         for pegs in ([], [(0.2, 0.1, 0.05), (0.3, -0.1, 0.02), (9.0, 9.0, 0.05)]):
             served = ServedInThread()
             served.live.pegs = [list(p) for p in pegs]
-            served.publish("event", {"t": 0.0, "kind": "trial_start", "gait": "sidewinding"})
+            served.publish(TrialStart(0.0, "sidewinding"))
             for k in range(40):
-                served.publish("link6", {"t": k / 20, "frame": k, "x": 0.01 * k, "y": 0.0,
-                                         "z": 0.05})
+                served.publish(Link6(k / 20, k, 0.01 * k, 0.0, 0.05))
             driver.get(served.live.url)
             assert wait_for_state(driver, ("running",)) == "running"
             time.sleep(0.5)

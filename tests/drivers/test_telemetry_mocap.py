@@ -59,7 +59,7 @@ def test_trial_telemetry_reaches_a_real_broker(broker, tmp_path):
     assert status[-1] == {"state": "offline", "trial": "t1", "reason": "trial ended"}
     running = [p for p in status if p["state"] == "running"]
     assert running[-1]["nodes_ok"] == 2 and running[-1]["periods"] > 10
-    link6 = [p for t, p in got if t == "aiko/t1/link6" and "y" in p]
+    link6 = [p for t, p in got if t == "aiko/t1/link6" and not p["occluded"]]
     assert link6 and all(abs(p["y"] - 0.01 * p["frame"]) < 1e-9 for p in link6)
     events = [p["kind"] for t, p in got if t == "aiko/t1/event"]
     assert events == ["trial_start"]  # trial_end is the session's, after the comparison

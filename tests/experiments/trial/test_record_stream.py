@@ -3,16 +3,19 @@ simulated rig receives every kind of record, and the trial log, written only
 by its listener, holds what the records carried."""
 
 import asyncio
+import json
 import math
 from collections import Counter
 from dataclasses import replace
 
+import jsonschema
 import pytest
 
 from aiko.control.gait import PRESETS
 from aiko.control.steering import SteeringConfig
 from aiko.control.supervisor import FaultPolicy
-from aiko.experiments.files.triallog import read_trial
+from aiko.drivers.messages import MESSAGE_KINDS, FaultMessage, TrialEnd
+from aiko.experiments.files.triallog import CHANNELS, read_trial
 from aiko.experiments.rig.plant_params import PlantParams
 from aiko.experiments.trial.config import TrialConfig
 from aiko.experiments.trial.fanout import (
@@ -23,7 +26,20 @@ from aiko.experiments.trial.fanout import (
     FrameSent,
     TrialOutcome,
 )
+from aiko.experiments.trial.listeners import PublishListener
 from aiko.experiments.trial.session import SessionConfig, SessionReport, run_session
+from aiko.firmware_interface.emulator import FaultConfig
+from tests.conftest import trial_with_emulator
+
+
+class Sink:
+    """A viewer's or broker's side: keeps every message published to it."""
+
+    def __init__(self) -> None:
+        self.messages: list = []
+
+    def publish(self, message) -> None:
+        self.messages.append(message)
 
 
 class Recorder:
@@ -57,8 +73,12 @@ def recorded(tmp_path_factory):
     plant = replace(PlantParams.ideal(), faults=("2:encoder=h@2",))
     config = SessionConfig(trial=trial, out=out, plant=plant)
     recorder, report = Recorder(), SessionReport()
+    view, broker = Sink(), Sink()
+    listeners = [recorder, PublishListener(view, full=True),
+                 PublishListener(broker, full=False, model=True)]
     result = asyncio.run(run_session(config, PRESETS["lateral-undulation"], report,
-                                     listeners=[recorder]))
+                                     listeners=listeners))
+    recorder.view, recorder.broker = view.messages, broker.messages
     return recorder, result, report, read_trial(out)
 
 
@@ -88,6 +108,48 @@ def test_the_log_holds_what_the_records_carried(recorded):
     ((_, logged_cmp),) = data.records["/comparison"]
     assert logged_cmp["metrics"] == pytest.approx(compared.metrics)
     assert logged_cmp["figure"] == report.figure.name
+
+
+def test_every_logged_record_follows_its_channels_schema(recorded):
+    *_, data = recorded
+    assert set(data.records) == set(CHANNELS)
+    for channel, records in data.records.items():
+        validator = jsonschema.Draft202012Validator({"type": "object", **CHANNELS[channel]})
+        for _, record in records:
+            validator.validate(record)
+
+
+def test_every_published_message_follows_its_schema(recorded):
+    """The views get every kind of message; the broker the same less the
+    views' own (every tracked link, the comparison), and its trial_end with
+    the metrics."""
+    recorder, _, report, _ = recorded
+    view_kinds = {type(m) for m in recorder.view}
+    assert view_kinds == set(MESSAGE_KINDS) - {FaultMessage}   # the fault was tolerated
+    assert {type(m).__name__ for m in recorder.broker} == {
+        k.__name__ for k in MESSAGE_KINDS} - {"MocapLinks", "Comparison", "FaultMessage"}
+    for message in recorder.view + recorder.broker:
+        jsonschema.validate(message.payload(), type(message).SCHEMA)
+        json.dumps(message.payload(), allow_nan=False)
+    (end,) = [m for m in recorder.broker if isinstance(m, TrialEnd)]
+    assert end.metrics == report.metrics and end.reason == "completed"
+    (view_end,) = [m for m in recorder.view if isinstance(m, TrialEnd)]
+    assert view_end.metrics is None   # at once, before the comparison
+
+
+def test_a_fault_reaches_the_viewers_as_its_message(tmp_path):
+    sink = Sink()
+    result, *_ = asyncio.run(trial_with_emulator(
+        tmp_path / "t.mcap", 3.0, nodes=2, faults={2: FaultConfig(silent_from=1.0)},
+        viewers=[sink]))
+    assert result.reason == "fault"
+    (fault,) = [m for m in sink.messages if isinstance(m, FaultMessage)]
+    assert (fault.kind, fault.node) == ("lost_node", 2)
+    (end,) = [m for m in sink.messages if isinstance(m, TrialEnd)]
+    assert end.reason == "fault" and end.fault == {"kind": "lost_node", "node": 2,
+                                                   "reason": fault.reason}
+    for message in sink.messages:
+        jsonschema.validate(message.payload(), type(message).SCHEMA)
 
 
 def test_a_listener_is_added_before_the_stream_starts():
