@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiko.drivers.awake import AWAKE_MODES
-from aiko.experiments.cli.args import ArgError, node_count, nonneg, number, port, positive
+from aiko.experiments.cli.args import ArgError, nonneg, port, positive
+from aiko.experiments.cli.flags import add_named_flags
 from aiko.experiments.rig.plant_params import PlantParams
 
 if TYPE_CHECKING:
@@ -40,8 +40,7 @@ def add_parser(sub) -> None:
                     "simulated Aiko: the non-smooth model driven by the modules' motors in "
                     "real time, its links sent as a Vicon Tracker UDP Object Stream. Ctrl-C "
                     "stops it.")
-    e.add_argument("--nodes", type=node_count, default=10, metavar="N",
-                   help="joint modules 1..N (default 10)")
+    add_named_flags(e, "emulate", "nodes")
     e.add_argument("--port", type=port, default=0, metavar="PORT",
                    help="TCP port (default: any free one, printed)")
     e.add_argument("--host", default="127.0.0.1",
@@ -63,39 +62,17 @@ def add_parser(sub) -> None:
                                              "(default 127.0.0.1:51001)")
     g.add_argument("--mocap-rate", type=positive("mocap rate"), default=100.0, metavar="HZ",
                    help="datagrams per second (default 100)")
-    g.add_argument("--mu-x", type=nonneg("mu-x"), default=0.2, metavar="MU",
-                   help="floor friction along the links (default 0.2)")
-    g.add_argument("--mu-y", type=nonneg("mu-y"), default=0.2, metavar="MU",
-                   help="floor friction across the links (default 0.2)")
+    add_named_flags(g, "emulate", "mu_x", "mu_y")
     g.add_argument("--plant-mu-x", type=nonneg("plant-mu-x"), default=None,
                    help=argparse.SUPPRESS)
     g.add_argument("--plant-mu-y", type=nonneg("plant-mu-y"), default=None,
                    help=argparse.SUPPRESS)
-    g.add_argument("--servo", choices=("module", "ideal"), default="module",
-                   help="module: the firmware's duty- and speed-limited servo (default); "
-                        "ideal: motors at their reference at every instant")
-    g.add_argument("--backlash-deg", type=nonneg("backlash"), default=4.0, metavar="DEG",
-                   help="free play between motor and link (default 4)")
-    g.add_argument("--mocap-noise-mm", type=nonneg("mocap noise"), default=0.5, metavar="MM",
-                   help="white noise on every coordinate (default 0.5)")
-    g.add_argument("--mocap-latency-ms", type=nonneg("mocap latency"), default=0.0,
-                   metavar="MS", help="age of the positions in each datagram (default 0)")
+    add_named_flags(g, "emulate", "servo", "backlash_deg", "mocap_noise_mm", "mocap_latency_ms",
+                    "start_curve", "scene")
     g.add_argument("--seed", type=int, default=0, help="seed of the mocap noise")
-    g.add_argument("--start-curve", type=Path, default=None, metavar="FILE.toml",
-                   help="the robot starts at rest laid along this curve ([curve] polyline or "
-                        "arc; see aiko simulate --start-curve), its joints at those angles")
-    g.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
-                   help="obstacles on the floor (a scene file or a preset, pegs-grid); each "
-                        "peg is streamed as a motion-capture object peg1, peg2, ...")
     g.add_argument("--scene-json", default=None, help=argparse.SUPPRESS)
     g.add_argument("--start-joint-angles-json", default=None, help=argparse.SUPPRESS)
-    g.add_argument("--u-tol", type=positive("u-tol"), default=PlantParams.u_tol, metavar="M_S",
-                   help="the physics' contact-solver velocity tolerance "
-                        f"(default {PlantParams.u_tol:g})")
-    g.add_argument("--max-iter", type=number("max-iter", int, lambda v: v >= 1, "be >= 1"),
-                   default=PlantParams.max_iter, metavar="N",
-                   help="the physics' contact-solver iteration cap "
-                        f"(default {PlantParams.max_iter})")
+    add_named_flags(g, "emulate", "u_tol", "max_iter")
     g.add_argument("--status-interval", type=positive("status interval"), default=5.0,
                    metavar="S", help="seconds between status lines (default 5)")
     g.add_argument("--json-lines", action="store_true", help=argparse.SUPPRESS)

@@ -15,7 +15,7 @@ from aiko.experiments.cli.args import (
     positive,
     trial_files,
 )
-from aiko.experiments.cli.replay import add_solver_options
+from aiko.experiments.cli.flags import add_named_flags
 
 __all__ = ["add_parser", "cmd_fit"]
 
@@ -35,9 +35,8 @@ def add_parser(sub) -> None:
     f.add_argument("--bounds", default=None, metavar="SPEC",
                    help="e.g. mu=0.05:0.6,backlash=0:8 (defaults: friction 0.02:1, "
                         "backlash 0:10 deg, delay -0.3:0.3 s)")
-    f.add_argument("--servo", choices=("module", "ideal"), default=None,
-                   help="with backlash: the modules' servo or ideal motors (default ideal)")
-    add_solver_options(f)
+    add_named_flags(f, "fit", "servo")
+    add_named_flags(f, "fit", "u_tol", "max_iter")
     f.add_argument("--method", choices=("nelder-mead", "de"), default="nelder-mead",
                    help="Nelder-Mead (default) or differential evolution (evaluations in "
                         "parallel)")

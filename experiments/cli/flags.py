@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from aiko.experiments.trial.settings import Option, options_of
+from aiko.experiments.trial.settings import OPTION, Option, options_of
 
-__all__ = ["add_flags", "given_flags", "add_rig_file_flag", "GROUP_TITLES"]
+__all__ = ["add_flags", "add_named_flags", "given_flags", "add_rig_file_flag", "GROUP_TITLES"]
 
 GROUP_TITLES = {
     "rig": ("the rig", "Values given here override the rig file's."),
@@ -29,6 +29,7 @@ GROUP_TITLES = {
         "offset for --steer-hold s, then the gait runs open loop until it is back; every "
         "period's estimate, target and offset go to the log's /steering."),
     "plant": ("the simulated Aiko (--rig simulated)", None),
+    "model": ("the model", None),
 }
 
 
@@ -53,8 +54,9 @@ def add_rig_file_flag(parser, *, what: str = "the trial runs on the robot unless
 
 def add_flags(parser, command: str, groups: Iterable[str] | None = None) -> None:
     """Add ``command``'s options (of ``groups``, default all) to ``parser``,
-    one argument group per section of the table. Every flag's default is
-    None (not given): the defaults are the settings' (:func:`build_settings`)."""
+    one argument group per section of the table. In ``aiko run`` and ``aiko
+    doctor`` every flag's default is None (not given): the defaults are the
+    settings' (:func:`build_settings`)."""
     sections: dict[str, Any] = {}
     exclusive: dict[tuple[str, str], Any] = {}
     for opt in options_of(command, groups):
@@ -67,12 +69,25 @@ def add_flags(parser, command: str, groups: Iterable[str] | None = None) -> None
             if key not in exclusive:
                 exclusive[key] = target.add_mutually_exclusive_group()
             target = exclusive[key]
-        _add(target, opt)
+        _add(target, opt, command)
 
 
-def _add(target, opt: Option) -> None:
-    help_text = opt.help.replace("%", "%%")
-    kw: dict[str, Any] = {"dest": opt.name, "help": help_text}
+def add_named_flags(target, command: str, *names: str) -> None:
+    """Add these options of the table to ``target`` (a parser or one of its
+    argument groups), with ``command``'s defaults (``aiko emulate``,
+    ``replay``, ``fit``, ``optimize``, ``simulate``, ``preview``: the commands
+    outside the settings' layers)."""
+    for name in names:
+        opt = OPTION[name]
+        if command not in opt.commands:
+            raise ValueError(f"aiko {command} does not take {opt.flag_name}")
+        _add(target, opt, command)
+
+
+def _add(target, opt: Option, command: str) -> None:
+    default, said = opt.default_for(command)
+    help_text = opt.help + (f" ({said})" if said else "")
+    kw: dict[str, Any] = {"dest": opt.name, "help": help_text.replace("%", "%%")}
     if opt.kind == "switch":
         target.add_argument(opt.flag_name, action="store_true", default=None, **kw)
         return
@@ -89,7 +104,7 @@ def _add(target, opt: Option) -> None:
     elif opt.kind == "port":
         target.add_argument(opt.flag_name, nargs="?", const=opt.const, default=None, **kw)
     else:
-        target.add_argument(opt.flag_name, default=None, **kw)
+        target.add_argument(opt.flag_name, default=default, **kw)
 
 
 def given_flags(args: argparse.Namespace, command: str,

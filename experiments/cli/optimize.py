@@ -14,6 +14,7 @@ from aiko.experiments.cli.args import (
     number,
     positive,
 )
+from aiko.experiments.cli.flags import add_named_flags
 
 __all__ = ["add_parser", "cmd_optimize"]
 
@@ -57,17 +58,7 @@ def add_parser(sub) -> None:
     s.add_argument("--max-lift", type=positive("max-lift"), default=0.12, metavar="M",
                    help="a candidate that lifts a link's centre more than this above its "
                         "resting height is infeasible (default 0.12 m)")
-    s.add_argument("--backlash-deg", type=number("backlash-deg", float, lambda v: v >= 0,
-                                                 "be >= 0"), default=None, metavar="D",
-                   help="evaluate on the simulated Aiko: emulated modules with this free play "
-                        "driving the model (default: the model alone)")
-    s.add_argument("--servo", choices=("module", "ideal"), default="module",
-                   help="with --backlash-deg: the modules' servo (default module)")
-    s.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
-                   help="model time step (default: the model's)")
-    s.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
-                   help="obstacles on the floor for every candidate (a scene file or a "
-                        "preset, pegs-grid)")
+    add_named_flags(s, "optimize", "backlash_deg", "servo", "dt", "scene")
     add_executor_options(s)
     s.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="the run's folder (created with its parents if it does not exist; an "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from aiko.experiments.cli.args import links, positive
+from aiko.experiments.cli.args import positive
+from aiko.experiments.cli.flags import add_named_flags
 
 __all__ = ["add_parser", "cmd_preview"]
 
@@ -28,8 +29,7 @@ def add_parser(sub) -> None:
                    help="the head's straight moves, m (default 0.01)")
     p.add_argument("--every", type=positive("every"), default=0.25, metavar="M",
                    help="draw a posture every this many m of the head's travel (default 0.25)")
-    p.add_argument("--links", type=links, default=11, metavar="N",
-                   help="number of links (default 11)")
+    add_named_flags(p, "preview", "links")
     p.set_defaults(func=cmd_preview)
 
 

@@ -12,45 +12,20 @@ from aiko.experiments.cli.args import (
     OUT_FOLDER_HELP,
     ArgError,
     comparison_lines,
-    nonneg,
     out_folder,
-    positive,
     trial_files,
 )
+from aiko.experiments.cli.flags import add_named_flags
 
-__all__ = ["add_parser", "cmd_replay", "add_model_options", "add_solver_options",
+__all__ = ["add_parser", "cmd_replay", "add_model_options",
            "replay_options"]
 
 
 def add_model_options(p) -> None:
     """The model parameters a replay or a fit may change."""
     g = p.add_argument_group("model parameters (default: the trial's)")
-    g.add_argument("--mu", type=nonneg("mu"), default=None, metavar="MU",
-                   help="isotropic floor friction")
-    g.add_argument("--mu-x", type=nonneg("mu-x"), default=None, metavar="MU",
-                   help="friction along the links")
-    g.add_argument("--mu-y", type=nonneg("mu-y"), default=None, metavar="MU",
-                   help="friction across the links")
-    g.add_argument("--backlash-deg", type=nonneg("backlash"), default=None, metavar="DEG",
-                   help="free play between motor and link: replay through the emulated "
-                        "modules' motors (the simulated Aiko's physics)")
-    g.add_argument("--servo", choices=("module", "ideal"), default=None,
-                   help="the modules' duty-limited servo, or ideal motors (default ideal)")
-    g.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
-                   help="time step, s (default: the model's, 0.001)")
-    g.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
-                   help="obstacles on the floor (default: the trial's scene, as logged)")
-    add_solver_options(g)
-
-
-def add_solver_options(g) -> None:
-    """The replays' solver settings (``aiko replay``, ``aiko fit``)."""
-    g.add_argument("--u-tol", type=positive("u-tol"), default=None, metavar="M_S",
-                   help="solver tolerance, m/s (default: the model's, 1e-6, as the realistic "
-                        "simulated Aiko's)")
-    g.add_argument("--max-iter", type=positive("max-iter"), default=None, metavar="N",
-                   help="solver sweeps per step at most (default 500; the realistic "
-                        "simulated Aiko runs 30)")
+    add_named_flags(g, "replay", "mu", "mu_x", "mu_y", "backlash_deg", "servo", "dt", "scene",
+                    "u_tol", "max_iter")
 
 
 def parse_delay(value: str) -> float | str:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from aiko.experiments.cli.args import ArgError, Progress, links, nonneg, number, positive, slope
+from aiko.experiments.cli.args import ArgError, Progress, nonneg, number, positive, slope
+from aiko.experiments.cli.flags import add_named_flags
 from aiko.model.params import DRIVES, SolverParams
 
 if TYPE_CHECKING:
@@ -34,21 +35,14 @@ def add_parser(sub) -> None:
                         "still, or a gait .toml file")
     s.add_argument("--duration", type=nonneg("duration"), default=15.0, metavar="S",
                    help="simulated time, s (default 15)")
-    s.add_argument("--dt", type=positive("dt"), default=None, metavar="S",
-                   help=f"time step, s (default {SolverParams.dt:g})")
+    add_named_flags(s, "simulate", "dt")
     s.add_argument("--drive", choices=DRIVES, default=SolverParams.drive,
                    help="the PD joint drives: implicit in the step (default; stable at any "
                         "step) or explicit, as the paper (needs dt <= 0.25 ms)")
     s.add_argument("--warm-start", choices=("extrapolated", "last"), default="extrapolated",
                    help="where each contact's iteration starts: extrapolated from its last "
                         "change (default; SOR and JOR) or its last impulses (the paper's)")
-    s.add_argument("--mu", type=nonneg("mu"), metavar="MU", help="isotropic friction")
-    s.add_argument("--mu-x", type=nonneg("mu-x"), metavar="MU",
-                   help="friction along the link")
-    s.add_argument("--mu-y", type=nonneg("mu-y"), metavar="MU",
-                   help="friction across the link")
-    s.add_argument("--links", type=links, default=11, metavar="N",
-                   help="number of links (default 11)")
+    add_named_flags(s, "simulate", "mu", "mu_x", "mu_y", "links")
     s.add_argument("--height", type=nonneg("height"), default=0.0, metavar="M",
                    help="start height of the lowest sphere points, m (default 0)")
     s.add_argument("--slope", type=slope, default=0.0, metavar="DEG",
@@ -67,9 +61,7 @@ def add_parser(sub) -> None:
                    help="start at rest laid along a curve: [curve] polyline = [[x, y], ...], "
                         "arc = {center, radius, start_deg, direction} or gait = true "
                         "(every joint on the curve, the head at its start)")
-    s.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
-                   help="obstacles on the floor: a scene file ([[peg]] x, y, radius, mu; "
-                        "[[step]] x0, height, mu) or a preset (pegs-grid)")
+    add_named_flags(s, "simulate", "scene")
     s.add_argument("--out", type=Path, metavar="FILE.csv",
                    help="write samples as CSV (and the scene beside it, FILE.scene.toml); its "
                         "folder must exist")

@@ -14,6 +14,7 @@ from aiko.experiments.cli.args import (
     out_folder,
     positive,
 )
+from aiko.experiments.cli.flags import add_named_flags
 
 __all__ = ["add_parser", "cmd_sweep"]
 
@@ -33,8 +34,7 @@ def add_parser(sub) -> None:
     s.add_argument("--metric", choices=("distance", "speed", "heading", "path"),
                    default="distance", help="what the figure shows (default distance)")
     add_executor_options(s)
-    s.add_argument("--scene", default=None, metavar="FILE.toml|NAME",
-                   help="obstacles on the floor for every point (a scene file or a preset)")
+    add_named_flags(s, "sweep", "scene")
     s.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
                    help=f"folder for the table and the figure (default: here; {OUT_FOLDER_HELP})")
     s.set_defaults(func=cmd_sweep)

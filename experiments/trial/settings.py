@@ -133,7 +133,10 @@ class Option:
     ``choices``, ``kind`` (``value``; ``switch``: on when given; ``list``:
     repeatable; ``port``: a port, or ``const`` when given bare), ``group``
     (the --help section), ``commands`` that take it, ``exclusive`` (options
-    of one exclusive set name it)."""
+    of one exclusive set name it), ``defaults``: (command, value, text) for
+    the commands outside the settings' layers (``aiko emulate``, ``replay``,
+    ...): the flag's default there and what its help says of it.
+    ``aiko run`` and ``aiko doctor`` take the settings' defaults."""
 
     name: str
     default: Any
@@ -147,10 +150,19 @@ class Option:
     const: Any = None
     flag: str | None = None
     exclusive: str | None = None
+    defaults: tuple[tuple[str, Any, str | None], ...] = ()
 
     @property
     def flag_name(self) -> str:
         return self.flag or "--" + self.name.replace("_", "-")
+
+    def default_for(self, command: str) -> tuple[Any, str | None]:
+        """The flag's default in ``command`` and what its help says of it
+        (None, None: not given, the settings' default applies)."""
+        for cmd, value, text in self.defaults:
+            if cmd == command:
+                return value, text
+        return None, None
 
     def parse_text(self, text: str) -> Any:
         """A value given as text (a flag's), checked."""
@@ -160,7 +172,7 @@ class Option:
         return text if self.parse is None else self.parse(text)
 
 
-RIG, TRIAL, VIEW, STEER, PLANT = ("rig", "trial", "view", "steering", "plant")
+RIG, TRIAL, VIEW, STEER, PLANT, MODEL = ("rig", "trial", "view", "steering", "plant", "model")
 _BOTH = ("run", "doctor")
 
 OPTIONS: tuple[Option, ...] = (
@@ -173,7 +185,8 @@ OPTIONS: tuple[Option, ...] = (
            "socket://127.0.0.1:PORT", RIG, _BOTH, metavar="CH"),
     Option("bitrate", None, "bit rate in bit/s (robot: 1000000)", RIG, _BOTH, _bitrate,
            metavar="B"),
-    Option("nodes", 10, "joint modules 1..N (default 10)", RIG, _BOTH, _nodes, metavar="N"),
+    Option("nodes", 10, "joint modules 1..N (default 10)", RIG, ("run", "doctor", "emulate"),
+           _nodes, metavar="N", defaults=(("emulate", 10, None),)),
     Option("limit_deg", math.degrees(JOINT_LIMIT), "the joints' mechanical limit, deg (the "
            "preflight's and the steering's; default 45)", RIG, parse=_positive("limit"),
            metavar="DEG"),
@@ -213,10 +226,18 @@ OPTIONS: tuple[Option, ...] = (
            TRIAL, parse=_positive("startup timeout"), metavar="S"),
     Option("no_model", False, "do not run the model in parallel (no comparison)", TRIAL,
            kind="switch"),
-    Option("scene", None, "obstacles on the floor (a scene file or a preset, pegs-grid): in "
-           "the parallel model, in the simulated Aiko (--rig simulated, whose motion capture "
-           "then streams each peg as peg1, peg2, ...) and in the log", TRIAL,
-           metavar="FILE.toml|NAME"),
+    Option("scene", None, "obstacles on the floor: a scene file ([[peg]] x, y, radius, mu; "
+           "[[step]] x0, height, mu) or a preset (pegs-grid)", TRIAL,
+           ("run", "emulate", "replay", "optimize", "simulate", "sweep"),
+           metavar="FILE.toml|NAME",
+           defaults=(("run", None, "in the parallel model, in the simulated Aiko, whose "
+                      "motion capture then streams each peg as peg1, peg2, ..., and in the "
+                      "log"),
+                     ("emulate", None, "each peg is streamed as a motion-capture object peg1, "
+                      "peg2, ..."),
+                     ("replay", None, "default: the trial's scene, as logged"),
+                     ("optimize", None, "for every candidate"),
+                     ("sweep", None, "for every point"))),
     # watching it live
     Option("live", None, "serve a live page of the trial on http://127.0.0.1:PORT/ (default "
            "port 8765; 0: any free port): link 6 from motion capture and from the model, "
@@ -253,16 +274,30 @@ OPTIONS: tuple[Option, ...] = (
            "0.5 mm mocap noise (default); ideal: none of them", PLANT,
            choices=("realistic", "ideal")),
     Option("backlash_deg", None, "free play between motor and link, deg", PLANT,
-           parse=_nonneg("backlash"), metavar="DEG"),
+           ("run", "emulate", "replay", "optimize"), _nonneg("backlash"), metavar="DEG",
+           defaults=(("emulate", 4.0, "default 4"),
+                     ("replay", None, "default none; given, the replay goes through the "
+                      "emulated modules' motors, the simulated Aiko's physics"),
+                     ("optimize", None, "evaluate on the simulated Aiko: emulated modules "
+                      "with this free play driving the model; default: the model alone"))),
     Option("servo", None, "module: the firmware's duty- and speed-limited servo; ideal: "
-           "motors at their reference at every instant", PLANT, choices=("module", "ideal")),
+           "motors at their reference at every instant", PLANT,
+           ("run", "emulate", "replay", "fit", "optimize"), choices=("module", "ideal"),
+           defaults=(("emulate", "module", "default module"),
+                     ("replay", None, "with --backlash-deg; default ideal"),
+                     ("fit", None, "with backlash; default ideal"),
+                     ("optimize", "module", "with --backlash-deg; default module"))),
     Option("mocap_noise_mm", None, "motion-capture noise (standard deviation per "
-           "coordinate)", PLANT, parse=_nonneg("mocap noise"), metavar="MM"),
-    Option("mocap_latency_ms", None, "motion-capture latency", PLANT,
-           parse=_nonneg("mocap latency"), metavar="MS"),
+           "coordinate)", PLANT, ("run", "emulate"), _nonneg("mocap noise"), metavar="MM",
+           defaults=(("emulate", 0.5, "default 0.5"),)),
+    Option("mocap_latency_ms", None, "motion-capture latency, the age of the positions in "
+           "each datagram", PLANT, ("run", "emulate"), _nonneg("mocap latency"),
+           metavar="MS", defaults=(("emulate", 0.0, "default 0"),)),
     Option("start_curve", None, "the simulated Aiko starts at rest laid along this curve "
-           "([curve] polyline or arc; see aiko simulate --start-curve); the trial's ramp "
-           "then takes its joints to the gait's start posture", PLANT, metavar="FILE.toml"),
+           "([curve] polyline or arc; see aiko simulate --start-curve), its joints at those "
+           "angles", PLANT, ("run", "emulate"), metavar="FILE.toml",
+           defaults=(("run", None, "the trial's ramp then takes its joints to the gait's "
+                      "start posture"),)),
     Option("plant_fault", (), "an emulated module's fault, as aiko emulate --fault (drop=F, "
            "delay=S, silent, encoder[=h|v], saturate[=h|v], babble=RATE; @T s after the "
            "simulated Aiko's start), to rehearse a fault; repeatable", PLANT,
@@ -273,6 +308,38 @@ OPTIONS: tuple[Option, ...] = (
            parse=_nonneg("plant mu-x"), metavar="MU"),
     Option("plant_mu_y", None, "the simulated floor's friction across the links", PLANT,
            parse=_nonneg("plant mu-y"), metavar="MU"),
+    # the model's parameters, for the commands that run it offline or as the plant
+    Option("mu", None, "isotropic floor friction", MODEL, ("simulate", "replay"),
+           _nonneg("mu"), metavar="MU",
+           defaults=(("simulate", None, "default: the gait's, else 0.2"),)),
+    Option("mu_x", None, "floor friction along the links", MODEL,
+           ("simulate", "replay", "emulate"), _nonneg("mu-x"), metavar="MU",
+           defaults=(("emulate", 0.2, "default 0.2"),)),
+    Option("mu_y", None, "floor friction across the links", MODEL,
+           ("simulate", "replay", "emulate"), _nonneg("mu-y"), metavar="MU",
+           defaults=(("emulate", 0.2, "default 0.2"),)),
+    Option("dt", None, "the model's time step, s", MODEL, ("simulate", "replay", "optimize"),
+           _positive("dt"), metavar="S",
+           defaults=(("simulate", None, "default 0.001"), ("replay", None, "default 0.001"),
+                     ("optimize", None, "default 0.001"))),
+    Option("u_tol", None, "the contact solver's velocity tolerance, m/s", MODEL,
+           ("replay", "fit", "emulate"), _positive("u-tol"), metavar="M_S",
+           defaults=(("replay", None, "default: the model's, 1e-6; the realistic simulated "
+                      "Aiko runs 1e-5"),
+                     ("fit", None, "default: the model's, 1e-6; the realistic simulated Aiko "
+                      "runs 1e-5"),
+                     ("emulate", 1e-5, "default 1e-5"))),
+    Option("max_iter", None, "the contact solver's sweeps per step at most", MODEL,
+           ("replay", "fit", "emulate"),
+           checked_number("max-iter", int, lambda v: v >= 1, "be >= 1"), metavar="N",
+           defaults=(("replay", None, "default: the model's, 500; the realistic simulated "
+                      "Aiko runs 30"),
+                     ("fit", None, "default: the model's, 500; the realistic simulated Aiko "
+                      "runs 30"),
+                     ("emulate", 30, "default 30"))),
+    Option("links", 11, "number of links", MODEL, ("simulate", "preview"),
+           checked_number("links", int, lambda v: v >= 1, "be >= 1"), metavar="N",
+           defaults=(("simulate", 11, "default 11"), ("preview", 11, "default 11"))),
 )
 """Every setting of a trial, in the order ``--check`` shows them."""
 
@@ -349,7 +416,8 @@ def _layer(values: Mapping[str, Any], source: Source) -> dict[str, Setting]:
 
 
 def _defaults() -> dict[str, Setting]:
-    out = {o.name: Setting(o.default, "default") for o in OPTIONS if o.name != "mocap"}
+    out = {o.name: Setting(o.default, "default") for o in options_of("run")
+           if o.name != "mocap"}
     out.update({n: Setting(None, "default") for n in _MOCAP_PARTS})
     out.update({n: Setting(v, "default") for n, v in _FROM_FILE_ONLY.items()})
     return out
@@ -553,7 +621,7 @@ def build_settings(flags: Mapping[str, Any] | None = None, *, rig_file: str | Pa
 
 
 def _known(flags: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(flags) - set(OPTION))
+    unknown = sorted(set(flags) - {o.name for o in options_of("run")})
     if unknown:
         raise SettingsError(f"{unknown[0]}: not a setting of a trial", unknown[0])
     return dict(flags)
