@@ -85,7 +85,8 @@ class ModelLink6(Message):
     every link's (n, 3) for the views (None for telemetry)."""
 
     topic: ClassVar[str] = "model"
-    about: ClassVar[str] = "the parallel model's link 6 and its lag, at the mocap rate"
+    about: ClassVar[str] = ("the parallel model's link 6 and its lag at the mocap rate, when "
+                            "asked (`--mqtt-model`); `positions` (every link) to live views only")
     SCHEMA: ClassVar[dict] = _schema("ModelLink6", {
         "t": _NUM, "x": _NUM, "y": _NUM, "z": _NUM, "lag": _NUM, "positions": _POINTS},
         ("t", "x", "y", "z", "lag"))
@@ -153,8 +154,8 @@ class StatusUpdate(Message):
     """The trial's status (twice a second to the views, once to the broker)."""
 
     topic: ClassVar[str] = "status"
-    about: ClassVar[str] = ("the trial's status once a second (\"state\": \"running\"); "
-                            "retained online/offline state")
+    about: ClassVar[str] = ("the trial's status once a second, with `state` `running` (the "
+                            "live views get it twice a second)")
     SCHEMA: ClassVar[dict] = _schema("StatusUpdate", {
         "t": _NUM, "phase": _STR_OR_NULL, "periods": _INT, "late": _INT, "missed": _INT,
         "nodes_ok": _INT, "nodes": _INT, "model_lag": _NUM_OR_NULL},
@@ -206,7 +207,7 @@ class TrialStart(Message):
     """The trial's start: its gait and steering target."""
 
     topic: ClassVar[str] = "event"
-    about: ClassVar[str] = "trial_start (gait, steering) and trial_end (outcome, metrics)"
+    about: ClassVar[str] = "the trial's start: its gait and the steering asked for"
     SCHEMA: ClassVar[dict] = _schema("TrialStart", {
         "t": _NUM, "kind": {"const": "trial_start"}, "gait": _STR, "steering": _STR_OR_NULL,
         "heading_target": _NUM_OR_NULL,
@@ -232,7 +233,8 @@ class TrialEnd(Message):
     metrics (None before or without one)."""
 
     topic: ClassVar[str] = "event"
-    about: ClassVar[str] = TrialStart.about
+    about: ClassVar[str] = ("the trial's end, once compared: why it ended, its fault and the "
+                            "comparison's metrics (`null` without a comparison)")
     SCHEMA: ClassVar[dict] = _schema("TrialEnd", {
         "t": _NUM, "kind": {"const": "trial_end"}, "reason": _STR,
         "fault": {"type": ["object", "null"]}, "metrics": {"type": ["object", "null"]},

@@ -11,8 +11,9 @@ call, lays the values over each other:
 
     defaults  <  rig file (``aiko.toml``)  <  campaign entry  <  flags
 
-keeping each value's source (``default``, ``file``, ``plan``, ``flag``) for
-``aiko run --check`` and the trial log. The result is a :class:`RunSettings`
+keeping each value's source (``default``, ``file``, ``plan``, ``flag``: on
+the command line or given by the caller) for ``aiko run --check`` and the
+trial log. The result is a :class:`RunSettings`
 of frozen dataclasses (:class:`RigSettings` with its :class:`CanSettings`,
 :class:`MocapSettings` and :class:`MqttSettings`; :class:`TrialSettings`;
 :class:`SteeringSettings`; :class:`PlantSettings`), which
@@ -416,10 +417,18 @@ def _layer(values: Mapping[str, Any], source: Source) -> dict[str, Setting]:
 
 
 def _defaults() -> dict[str, Setting]:
-    out = {o.name: Setting(o.default, "default") for o in options_of("run")
-           if o.name != "mocap"}
-    out.update({n: Setting(None, "default") for n in _MOCAP_PARTS})
-    out.update({n: Setting(v, "default") for n, v in _FROM_FILE_ONLY.items()})
+    """Every setting at its default, in the table's order (``mocap`` as its
+    parts; the rig file's own after the broker's and the trials' settings)."""
+    out: dict[str, Setting] = {}
+    for o in options_of("run"):
+        if o.name == "mocap":
+            out.update({n: Setting(None, "default") for n in _MOCAP_PARTS})
+        else:
+            out[o.name] = Setting(o.default, "default")
+        if o.name == "mqtt_ca":
+            out["mqtt_password_env"] = Setting(_FROM_FILE_ONLY["mqtt_password_env"], "default")
+        if o.name == "trials_folder":
+            out["trials_name"] = Setting(_FROM_FILE_ONLY["trials_name"], "default")
     return out
 
 

@@ -1,7 +1,9 @@
 """The README and the documentation site agree with the command line: every
 `aiko` subcommand has a row in the README's commands table and a page in the
 site's navigation that includes its --help text (golden files in docs/.cli,
-written by docs/cli_help.py); the README stays the door (under 12 KB)."""
+written by docs/cli_help.py); the reference tables of the trial log's
+channels and the MQTT topics are the code's schemas (docs/.ref, written by
+docs/reference_tables.py); the README stays the door (under 12 KB)."""
 
 import importlib.util
 import re
@@ -17,6 +19,11 @@ assert _spec is not None and _spec.loader is not None
 _cli_help = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_cli_help)
 help_texts = _cli_help.help_texts
+_tables_spec = importlib.util.spec_from_file_location("reference_tables",
+                                                      ROOT / "docs" / "reference_tables.py")
+assert _tables_spec is not None and _tables_spec.loader is not None
+_tables = importlib.util.module_from_spec(_tables_spec)
+_tables_spec.loader.exec_module(_tables)
 
 
 def _subcommands():
@@ -50,3 +57,12 @@ def test_every_command_page_shows_the_help_the_command_prints(name):
     shown = (ROOT / "docs" / ".cli" / f"{name}.txt").read_text()
     assert shown == help_texts()[name], \
         f"docs/.cli/{name}.txt is not aiko {name} --help: run python docs/cli_help.py"
+
+
+@pytest.mark.parametrize("name", sorted(_tables.tables()))
+def test_the_reference_tables_are_the_codes_schemas(name):
+    shown = (ROOT / "docs" / ".ref" / name).read_text()
+    assert shown == _tables.tables()[name], \
+        f"docs/.ref/{name} differs from the code: run python docs/reference_tables.py"
+    assert any(f'--8<-- "docs/.ref/{name}"' in page.read_text()
+               for page in (ROOT / "docs").rglob("*.md")), f"no page includes {name}"

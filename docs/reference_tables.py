@@ -1,0 +1,72 @@
+"""Write the reference tables the documentation includes, from the code's own
+schemas: docs/.ref/trial-log-channels.md (every channel of the trial log and
+its fields, from aiko.experiments.files.triallog.CHANNELS) and
+docs/.ref/mqtt-topics.md (every telemetry topic, its QoS, retain and fields,
+from aiko.drivers.messages and aiko.drivers.telemetry.TOPIC_QOS).
+
+    python docs/reference_tables.py     # regenerate after changing a schema
+
+tests/docs/test_docs_agree.py fails while a table differs from the code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / ".ref"
+
+
+def _type(schema: dict) -> str:
+    if "const" in schema:
+        return f'"{schema["const"]}"'
+    t = schema.get("type", "any")
+    types = t if isinstance(t, list) else [t]
+    if "array" in types and "items" in schema:
+        inner = _type(schema["items"])
+        types = [f"array of {inner}" if x == "array" else x for x in types]
+    return " or ".join(types)
+
+
+def _fields(props: dict) -> str:
+    return ", ".join(f"`{name}` ({_type(s)})" for name, s in props.items())
+
+
+def trial_log_table() -> str:
+    from aiko.experiments.files.triallog import CHANNELS
+
+    rows = ["| channel | schema | fields |", "|---|---|---|"]
+    for channel, schema in CHANNELS.items():
+        rows.append(f"| `{channel}` | `{schema['title']}` | {_fields(schema['properties'])} |")
+    return "\n".join(rows) + "\n"
+
+
+def mqtt_table() -> str:
+    from aiko.drivers.messages import MESSAGE_KINDS
+    from aiko.drivers.telemetry import TOPIC_QOS
+
+    rows = ["| topic | QoS | retained | what | fields |", "|---|---|---|---|---|",
+            "| `status` | 1 | yes | the runner's state: `online` when connected, `offline` when "
+            "the trial's telemetry ends and, as the connection's last will, when the runner "
+            "dies | `state`, `trial`, `reason` (offline) |"]
+    for kind in MESSAGE_KINDS:
+        if kind.topic not in TOPIC_QOS:   # the live views' own
+            continue
+        rows.append(f"| `{kind.topic}` | {TOPIC_QOS[kind.topic]} | no | {kind.about} "
+                    f"(`{kind.__name__}`) | {_fields(kind.SCHEMA['properties'])} |")
+    return "\n".join(rows) + "\n"
+
+
+def tables() -> dict[str, str]:
+    return {"trial-log-channels.md": trial_log_table(), "mqtt-topics.md": mqtt_table()}
+
+
+def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    for name, text in tables().items():
+        (OUT / name).write_text(text)
+    print(f"wrote {len(tables())} tables to {OUT.name}/", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
