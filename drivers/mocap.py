@@ -1,7 +1,10 @@
 """Motion capture sources behind one interface, and the logger that samples them.
 
-A source is an async context manager with ``latest() -> MocapSample | None``: the
-newest frame it has received for the tracked object. Sources:
+A source (:class:`MocapSource`) is an async context manager with ``latest() ->
+MocapSample | None``, the newest frame it has received for the tracked object;
+``latest_objects()``, every object of its newest frame where the source
+reports them (None where it does not); ``malformed``, the frames it could not
+read. Sources:
 
 * :class:`ViconUdpSource`: Vicon Tracker's UDP Object Stream (default port
   51001): little-endian packed datagrams, u32 frame number, u8 item count, then per
@@ -27,7 +30,7 @@ import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from aiko.model.errors import AikoError
 
@@ -114,6 +117,21 @@ class _UdpProtocol(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr) -> None:
         self.source._datagram(data)
+
+
+class MocapSource(Protocol):
+    """What the trial takes from a motion-capture source (module docstring)."""
+
+    malformed: int
+
+    async def __aenter__(self) -> MocapSource: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+    def latest(self) -> MocapSample | None: ...
+
+    def latest_objects(self) -> tuple[float, int, dict[str, tuple[float, float, float]]] | None:
+        ...
 
 
 class ViconUdpSource:
@@ -227,6 +245,7 @@ class ViconDataStreamSource:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors = 0
+        self.malformed = 0   # the SDK reads the frames; its errors are counted in errors
 
     @staticmethod
     def _make_client():
@@ -281,6 +300,10 @@ class ViconDataStreamSource:
 
     def latest(self) -> MocapSample | None:
         return self._latest
+
+    def latest_objects(self) -> None:
+        """The tracked subject only: the other objects are not read."""
+        return None
 
 
 class MocapLogger:

@@ -9,7 +9,7 @@ from collections import deque
 
 import numpy as np
 
-from aiko.drivers.mocap import MocapSample
+from aiko.drivers.mocap import MocapSample, MocapSource
 
 from .fanout import Fanout, MocapRecord
 from .path_record import PathRecord
@@ -28,8 +28,8 @@ class MocapSink:
     steering, observed. ``want_links``: look up the source's ``linkN`` objects
     for each fresh frame (steering, live views)."""
 
-    def __init__(self, source, fanout: Fanout, steering: TrialSteering | None = None,
-                 want_links: bool = False) -> None:
+    def __init__(self, source: MocapSource, fanout: Fanout,
+                 steering: TrialSteering | None = None, want_links: bool = False) -> None:
         self.source = source
         self.fanout = fanout
         self.steering = steering
@@ -56,7 +56,7 @@ class MocapSink:
     def link_objects(self, frame: int | None = None) -> dict[int, tuple]:
         """{N: (x, y, z)} of the ``linkN`` objects in the source's newest
         datagram (of this frame, if given); empty where it has none."""
-        objs = getattr(self.source, "latest_objects", lambda: None)()
+        objs = self.source.latest_objects()
         if objs is None or (frame is not None and objs[1] != frame):
             return {}
         return {int(name[4:]): pos for name, pos in objs[2].items()

@@ -239,7 +239,7 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
     fault: TrialFault | None = None
     t_start = clock.now()
     parts.fanout.emit(TrialStarted(t_start, parts.stream.streamer.gait.name, parts.nodes,
-                                   getattr(clock, "wall_start", None), cfg.steering))
+                                   clock.wall_start, cfg.steering))
     try:
         try:
             freeze_heap()   # before the nodes are started
@@ -309,7 +309,7 @@ def _result(reason: EndReason, fault: TrialFault | None, parts: _TrialParts,
     if logger is not None:
         mocap = {"samples": logger.samples, "stale": logger.stale,
                  "occluded": logger.occluded, "empty": logger.empty,
-                 **({"malformed": src.malformed} if hasattr(src, "malformed") else {})}
+                 "malformed": src.malformed}
     return TrialResult(
         reason, fault, parts.streamer.stats, duration, parts.supervisor.nodes_ok(),
         {k: getattr(counters, k) for k in ("tx", "rx", "tx_errors", "rx_errors", "rx_dropped")},
