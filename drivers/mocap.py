@@ -163,6 +163,11 @@ class ViconUdpSource:
         if self._transport is not None:
             self._transport.close()
 
+    def take_datagram(self, data: bytes) -> None:
+        """One datagram of the stream, as the socket hands it over (also
+        called directly by an in-process sender, in virtual time)."""
+        self._datagram(data)
+
     def _datagram(self, data: bytes) -> None:
         t = self.clock.now()
         try:
@@ -187,23 +192,39 @@ class ViconUdpSource:
         return self._objects
 
 
+class _Handover:
+    """A transport that hands each datagram to a receiver in this process."""
+
+    def __init__(self, deliver: Callable[[bytes], None]) -> None:
+        self.sendto = deliver
+
+    def close(self) -> None:
+        pass
+
+
 class ViconUdpSender:
     """Sends a Tracker UDP Object Stream to ``target`` (host, port) at ``rate``
     datagrams per second on absolute deadlines: frame numbers 1, 2, ... and the
     objects ``objects(t)`` returns ({name: (x, y, z mm, rx, ry, rz rad)}; None:
-    nothing to send yet). ``await sender.run()`` until cancelled."""
+    nothing to send yet). ``await sender.run()`` until cancelled. ``deliver``:
+    hand each datagram to a receiver in this process instead of a socket
+    (:meth:`ViconUdpSource.take_datagram`, in virtual time)."""
 
     def __init__(self, target: tuple[str, int], objects: Callable[[float], dict | None],
-                 clock, rate: float = 100.0) -> None:
+                 clock, rate: float = 100.0,
+                 deliver: Callable[[bytes], None] | None = None) -> None:
         self.target = target
         self.objects = objects
         self.clock = clock
         self.rate = rate
+        self.deliver = deliver
         self.frame = 0
         self.sent = 0
         self.errors = 0
 
-    async def run(self) -> None:
+    async def _open(self):
+        if self.deliver is not None:
+            return _Handover(self.deliver)
         loop = asyncio.get_running_loop()
         try:
             transport, _ = await loop.create_datagram_endpoint(
@@ -211,6 +232,10 @@ class ViconUdpSender:
         except OSError as exc:
             raise MocapUnavailableError(f"vicon-udp sender to {self.target[0]}:{self.target[1]}",
                                         f"cannot open ({exc.strerror})") from exc
+        return transport
+
+    async def run(self) -> None:
+        transport = await self._open()
         try:
             t0 = self.clock.now()
             k = 0

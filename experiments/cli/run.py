@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from aiko.experiments.cli.args import StatusLine
@@ -50,13 +51,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(line)
         return code
     session = session_config(settings, gait, args.out)
+    wall0 = time.monotonic()
     report, interrupted = run_session_blocking(session, gait)
+    wall = time.monotonic() - wall0
     result = report.result
     if interrupted or result is None:
         print(f"aiko run: interrupted; joints sent to the safe state; log: {session.out}")
         _print_comparison(report)
         return 130
-    _print_trial(result, gait.name, settings.rig.nodes)
+    _print_trial(result, gait.name, settings.rig.nodes, virtual=session.time == "virtual")
+    if session.time == "virtual":
+        print(f"virtual time: {result.duration:.1f} s of trial in {wall:.1f} s of wall time "
+              f"(the session's start and the comparison included)")
     _print_rig(result, report)
     _print_comparison(report)
     _print_steering(report)
@@ -87,9 +93,11 @@ def run_session_blocking(session, gait):
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
         await run_session(session, gait, report, say=say, status=status)
 
+    from aiko.drivers.virtual_time import run_virtual
+
     interrupted = False
     try:
-        asyncio.run(main())
+        (run_virtual if session.time == "virtual" else asyncio.run)(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
     finally:
@@ -97,8 +105,8 @@ def run_session_blocking(session, gait):
     return report, interrupted
 
 
-def _print_trial(result, gait_name: str, nodes: int) -> None:
-    """The stream, the bus and the ramps."""
+def _print_trial(result, gait_name: str, nodes: int, virtual: bool = False) -> None:
+    """The stream, the bus and the ramps (no jitter in virtual time: none can be)."""
     from aiko.experiments.trial.runner import jitter_summary
 
     st = result.stream
@@ -106,7 +114,7 @@ def _print_trial(result, gait_name: str, nodes: int) -> None:
           f"{st.late} late, {st.missed} missed, STATE matched {st.states_matched} "
           f"(unmatched {st.states_unmatched}), nodes ok {result.nodes_ok}/{nodes}")
     js = jitter_summary(st)
-    if js:
+    if js and not virtual:
         print("period jitter p50 {jitter_p50_ms:.2f} ms, p99 {jitter_p99_ms:.2f} ms, max "
               "{jitter_max_ms:.2f} ms".format(**js)
               + ("; SYNC->STATE p50 {rtt_p50_ms:.2f} ms, p99 {rtt_p99_ms:.2f} ms, max "

@@ -49,7 +49,7 @@ from aiko.model.errors import AikoError
 from aiko.model.posture import posture_from_joint_angles
 from aiko.model.scene import Scene
 
-__all__ = ["RigConfig", "SimulatedRig", "RigStartError"]
+__all__ = ["RigConfig", "SimulatedRig", "RigStartError", "RigParts", "rig_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,64 @@ class RigConfig:
     keep_awake: AwakeMode = "auto"
 
 
+@dataclass
+class RigParts:
+    """What a rig is made of: the joint modules, and with a plant the model,
+    its start state (the modules' angles set to it) and motion capture's view."""
+
+    modules: list[JointModule]
+    model: SnakeModel | None = None
+    start_state: SnakeState | None = None
+    view: MocapView | None = None
+
+
+def rig_parts(config: RigConfig) -> RigParts:
+    """The modules (with their faults) and, with a plant, the simulated Aiko's
+    model on the floor and scene of ``config``, at its start posture (the
+    start curve, the start joint angles, else straight), and motion capture's
+    view of it with the scene's pegs (RigStartError for what cannot be)."""
+    plant = config.plant
+    jp = plant.joint_params() if plant is not None else None
+    module_kw: dict[str, Any] = {"params": jp} if jp is not None else {}
+    modules = [JointModule(i, **module_kw, faults=config.faults.get(i, FaultConfig()))
+               for i in range(1, config.nodes + 1)]
+    if plant is None:
+        return RigParts(modules)
+    if config.nodes + 1 + len(config.scene.pegs) > 255:
+        raise RigStartError("scene", f"{len(config.scene.pegs)} pegs and "
+                                     f"{config.nodes + 1} links: a Tracker datagram "
+                                     "carries at most 255 objects")
+    mu_x = plant.mu_x if plant.mu_x is not None else config.mu_x
+    mu_y = plant.mu_y if plant.mu_y is not None else config.mu_y
+    model = SnakeModel(SnakeParams(n=config.nodes + 1, mu_x=mu_x, mu_y=mu_y),
+                       plant.solver_params(), config.scene)
+    state = _start_state(config, model)
+    for m, a in zip(modules, model.joint_angles(state), strict=True):
+        m.set_angles(a[0], a[1])
+    view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
+                     seed=plant.seed, fixed=peg_objects(config.scene),
+                     max_age=MOCAP_MAX_AGE_FRAMES / plant.mocap_rate)
+    view.record(0.0, state.positions, model.rotations(state))
+    return RigParts(modules, model, state, view)
+
+
+def _start_state(config: RigConfig, model: SnakeModel) -> SnakeState:
+    plant = config.plant
+    assert plant is not None
+    if plant.start_curve is not None:
+        from aiko.experiments.files.start_curve import load_start_curve, start_q
+        return model.state_from_q(start_q(load_start_curve(plant.start_curve), model.params,
+                                          source=plant.start_curve))
+    if plant.start_joint_angles is not None:
+        angles = np.array(plant.start_joint_angles, dtype=float).reshape(-1, 2)
+        if angles.shape[0] != config.nodes:
+            raise RigStartError("start posture", f"{angles.shape[0]} joint angle pairs "
+                                                 f"for {config.nodes} joints")
+        return model.state_from_q(posture_from_joint_angles(model.params, angles[:, 0],
+                                                            angles[:, 1]))
+    return model.initial_state()
+
+
 class SimulatedRig:
     """See the module docstring. Counters: ``late_updates`` (physics updates
     that ended more than 10 ms behind the clock), ``lag`` (a
@@ -113,48 +171,16 @@ class SimulatedRig:
         loads its kernels while this process sets up), for a rig with a plant;
         the rig owns it from here and ends it when it stops."""
         self.config = config
-        plant = config.plant
-        jp = plant.joint_params() if plant is not None else None
-        module_kw: dict[str, Any] = {"params": jp} if jp is not None else {}
-        self.modules = [JointModule(i, **module_kw,
-                                    faults=config.faults.get(i, FaultConfig()))
-                        for i in range(1, config.nodes + 1)]
-        self.model: SnakeModel | None = None
-        self.start_state: SnakeState | None = None
+        parts = rig_parts(config)
+        self.modules = parts.modules
+        self.model: SnakeModel | None = parts.model
+        self.start_state: SnakeState | None = parts.start_state
+        self.view: MocapView | None = parts.view
         self.physics: PhysicsProcess | None = None
         self.last: PhysicsUpdate | None = None      # the physics' newest update
         self._physics_error: PhysicsError | None = None
-        self.view: MocapView | None = None
-        if plant is not None and config.nodes + 1 + len(config.scene.pegs) > 255:
-            raise RigStartError("scene", f"{len(config.scene.pegs)} pegs and "
-                                         f"{config.nodes + 1} links: a Tracker datagram "
-                                         "carries at most 255 objects")
-        if plant is not None:
-            mu_x = plant.mu_x if plant.mu_x is not None else config.mu_x
-            mu_y = plant.mu_y if plant.mu_y is not None else config.mu_y
-            model = SnakeModel(SnakeParams(n=config.nodes + 1, mu_x=mu_x, mu_y=mu_y),
-                               plant.solver_params(), config.scene)
-            state = None
-            if plant.start_curve is not None:
-                from aiko.experiments.files.start_curve import load_start_curve, start_q
-                state = model.state_from_q(start_q(load_start_curve(plant.start_curve),
-                                                   model.params, source=plant.start_curve))
-            elif plant.start_joint_angles is not None:
-                angles = np.array(plant.start_joint_angles, dtype=float).reshape(-1, 2)
-                if angles.shape[0] != config.nodes:
-                    raise RigStartError("start posture", f"{angles.shape[0]} joint angle pairs "
-                                                         f"for {config.nodes} joints")
-                state = model.state_from_q(posture_from_joint_angles(
-                    model.params, angles[:, 0], angles[:, 1]))
-            state = model.initial_state() if state is None else state
-            for m, a in zip(self.modules, model.joint_angles(state), strict=True):
-                m.set_angles(a[0], a[1])
-            self.model, self.start_state = model, state
+        if parts.model is not None:
             self.physics = physics if physics is not None else PhysicsProcess()
-            self.view = MocapView(plant.mocap_noise_mm, plant.mocap_latency_ms / 1000.0,
-                                  seed=plant.seed, fixed=peg_objects(config.scene),
-                                  max_age=MOCAP_MAX_AGE_FRAMES / plant.mocap_rate)
-            self.view.record(0.0, state.positions, model.rotations(state))
         self.clock = TrialClock()
         self.late_updates = 0
         self.lag = DelayHistogram(LAG_BIN, LAG_BINS)

@@ -17,13 +17,14 @@ by Ctrl-C or SIGTERM.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiko.control.gait import Gait, references
 from aiko.control.preflight import Preflight, PreflightRefused, preflight
@@ -32,6 +33,7 @@ from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
 from aiko.drivers.priority import request_normal, request_realtime
+from aiko.drivers.virtual_time import LoopClock, in_virtual_time
 from aiko.experiments.analysis.compare import (
     ComparisonError,
     compare_paths,
@@ -41,21 +43,31 @@ from aiko.experiments.analysis.compare import (
 from aiko.experiments.files.scene_file import scene_json
 from aiko.experiments.files.triallog import TrialLog, check_log_path
 from aiko.experiments.rig.plant_params import PlantParams
+from aiko.experiments.rig.simrig import RigConfig
+from aiko.experiments.rig.virtual_rig import VirtualRig
 from aiko.experiments.trial.config import TrialConfig
 from aiko.experiments.trial.fanout import Compared, Fanout, Listener, TrialOutcome
 from aiko.experiments.trial.listeners import PublishListener, TelemetryListener, TrialLogListener
+from aiko.experiments.trial.model_inline import InlineModel
 from aiko.experiments.trial.model_link import ModelLink, start_model_process
 from aiko.experiments.trial.processes import Child, ChildProcesses, python_module, wait_all_ready
 from aiko.experiments.trial.runner import TrialResult, dbc_attachment, run_trial, trial_metadata
+from aiko.firmware_interface.faults import faults_by_node
+from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
+from aiko.model.errors import AikoError
 from aiko.model.scene import Scene
 
 if TYPE_CHECKING:
     from aiko.drivers.telemetry import MqttConfig
 
-__all__ = ["SessionConfig", "SessionReport", "run_session", "plant_argv"]
+__all__ = ["SessionConfig", "SessionReport", "SessionError", "run_session", "plant_argv"]
 
 log = logging.getLogger(__name__)
+
+
+class SessionError(AikoError):
+    """A session that cannot run as configured."""
 
 CHILD_START_TIMEOUT = 120.0
 """Seconds the simulated Aiko and the parallel model may take to be ready
@@ -84,6 +96,7 @@ class SessionConfig:
     mocap_port: int | None = None
     mqtt: MqttConfig | None = None
     mqtt_model: bool = False                   # publish the model's link 6 too
+    time: Literal["real", "virtual"] = "real"   # the simulated rig in virtual time
     live: tuple[str, int] | None = None        # (host, port) of the live page
     foxglove: tuple[str, int] | None = None    # (host, port) of the Foxglove server
     scene: Scene = field(default_factory=Scene)
@@ -162,6 +175,9 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
     params = model_params_for(config.trial, gait)
     plant_cfg = _check(config, gait, params, report)
     _compile(config, report, say)
+    if config.time == "virtual":
+        return await _virtual_session(config, gait, report, plant_cfg, params, status=status,
+                                      listeners=listeners)
     async with ChildProcesses() as procs, contextlib.AsyncExitStack() as stack:
         viewers = await _open_viewers(stack, config, gait, report, say)
         clock = TrialClock()
@@ -173,9 +189,53 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         model = None
         if config.parallel_model:
             model = ModelLink(children.pop(), clock)
-        return await _run_logged_trial(config, gait, report, clock, can_channel, params,
+        tc = config.trial
+        simulated = tc.rig == "simulated"
+        can_io = CanDriver.open("slcan" if simulated else tc.can_interface, can_channel,
+                                clock, tc.bitrate)
+        tc_run = tc if not simulated else replace(tc, can_interface="slcan",
+                                                  can_channel=can_channel)
+        return await _run_logged_trial(config, tc_run, gait, report, clock, can_io, params,
                                        mocap=mocap, model=model, children=children,
                                        views=viewers, listeners=listeners, status=status)
+
+
+async def _virtual_session(config: SessionConfig, gait: Gait, report: SessionReport,
+                           plant_cfg: PlantParams, params: SnakeParams, *,
+                           status: Callable[[dict], None] | None,
+                           listeners: Sequence[Listener]) -> TrialResult:
+    """The simulated rig in virtual time (:mod:`aiko.drivers.virtual_time`): the
+    simulated Aiko (:class:`~aiko.experiments.rig.virtual_rig.VirtualRig`) and
+    the parallel model (:class:`~.model_inline.InlineModel`) on this loop,
+    the trial's code paths as in real time (the CAN driver on a loop bus, the
+    Tracker datagrams decoded by the trial's source), no child process."""
+    if not in_virtual_time():
+        raise SessionError("a session in virtual time runs on a VirtualTimeLoop "
+                           "(aiko.drivers.virtual_time.run_virtual)")
+    tc = config.trial
+    clock = LoopClock()
+    mocap = ViconUdpSource(tc.mocap_subject, clock)       # fed by the rig, no socket
+    rig = VirtualRig(RigConfig(nodes=tc.nodes, faults=faults_by_node(list(plant_cfg.faults)),
+                               plant=plant_cfg, mu_x=params.mu_x, mu_y=params.mu_y,
+                               scene=config.scene),
+                     clock, mocap.take_datagram)
+    model = (InlineModel(SnakeModel(params, SolverParams(), config.scene), clock,
+                         tc.mocap_rate) if config.parallel_model else None)
+    report.children = {}
+    report.plant = {"channel": rig.channel}
+    pc_end = LoopBus(rig.channel)
+    can_io = CanDriver(pc_end, clock)
+    tc_run = replace(tc, can_interface="loop", can_channel=rig.channel)
+    async with asyncio.TaskGroup() as tg:
+        serving = tg.create_task(rig.run(), name="simulated-aiko")
+        try:
+            return await _run_logged_trial(config, tc_run, gait, report, clock, can_io,
+                                           params, mocap=mocap, model=model, children=[],
+                                           views=[], listeners=listeners, status=status)
+        finally:
+            report.plant = {"channel": rig.channel, **rig.status()}
+            serving.cancel()
+            pc_end.shutdown()
 
 
 def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
@@ -306,21 +366,18 @@ async def _start_children(procs: ChildProcesses, config: SessionConfig,
     return started
 
 
-async def _run_logged_trial(config: SessionConfig, gait: Gait, report: SessionReport, clock,
-                            can_channel: str, params: SnakeParams, *, mocap, model,
+async def _run_logged_trial(config: SessionConfig, tc_run: TrialConfig, gait: Gait,
+                            report: SessionReport, clock, can_io: CanDriver,
+                            params: SnakeParams, *, mocap, model,
                             children: list[Child], views: list,
                             listeners: Sequence[Listener],
                             status: Callable[[dict], None] | None) -> TrialResult:
-    """Open the CAN bus, the trial log and the record stream, run the trial,
-    compare at its end. ``views``: the live page and Foxglove (each a sink
-    with ``publish``); ``listeners``: the caller's own."""
-    tc = config.trial
-    simulated = tc.rig == "simulated"
-    can_io = CanDriver.open("slcan" if simulated else tc.can_interface, can_channel,
-                            clock, tc.bitrate)
+    """Open the CAN bus, the trial log and the record stream, run the trial
+    (``tc_run``: the trial's configuration with the bus it runs on), compare
+    at its end. ``views``: the live page and Foxglove (each a sink with
+    ``publish``); ``listeners``: the caller's own."""
     telemetry = None
     async with can_io:
-        tc_run = tc if not simulated else _with_channel(tc, can_channel)
         with TrialLog(config.out, _metadata(tc_run, gait, config), dbc_attachment()) as tlog:
             fanout = Fanout([TrialLogListener(tlog)])
             if config.mqtt is not None:
@@ -364,9 +421,10 @@ async def _logged_trial(config: SessionConfig, gait: Gait, report: SessionReport
         fanout.emit(TrialOutcome(clock.now(), result.reason, result.fault, report.metrics,
                                  report.comparison_error))
 
-    priority = request_realtime()
-    log.info("trial runner: %s", priority)
-    fanout.event(clock.now(), "priority", {"runner": str(priority)})
+    if config.time == "real":
+        priority = request_realtime()
+        log.info("trial runner: %s", priority)
+        fanout.event(clock.now(), "priority", {"runner": str(priority)})
     try:
         return await run_trial(tc, gait, can_io, clock, fanout,
                                mocap_source=mocap, status=status, model=model,
@@ -374,10 +432,6 @@ async def _logged_trial(config: SessionConfig, gait: Gait, report: SessionReport
                                mocap_links=viewers)
     finally:
         request_normal()
-
-
-def _with_channel(tc: TrialConfig, channel: str) -> TrialConfig:
-    return replace(tc, can_interface="slcan", can_channel=channel)
 
 
 def _obstacles_drawn(scene: Scene) -> dict:
@@ -392,6 +446,7 @@ def _metadata(tc: TrialConfig, gait: Gait, config: SessionConfig) -> dict:
     meta["plant"] = asdict(config.plant) if tc.rig == "simulated" else None
     meta["parallel_model"] = config.parallel_model
     meta["scene"] = json.loads(scene_json(config.scene))
+    meta["time"] = config.time
     if config.settings is not None:
         meta["rig_settings"] = config.settings
     return meta

@@ -227,6 +227,10 @@ OPTIONS: tuple[Option, ...] = (
            TRIAL, parse=_positive("startup timeout"), metavar="S"),
     Option("no_model", False, "do not run the model in parallel (no comparison)", TRIAL,
            kind="switch"),
+    Option("time", "real", "real: the trial in real time (default; the robot, the live "
+           "views and a rehearsal need it); virtual: the simulated rig in virtual time, "
+           "every part in lockstep on one clock, as fast as the computer allows and the "
+           "same records on any machine", TRIAL, choices=("real", "virtual")),
     Option("scene", None, "obstacles on the floor: a scene file ([[peg]] x, y, radius, mu; "
            "[[step]] x0, height, mu) or a preset (pegs-grid)", TRIAL,
            ("run", "emulate", "replay", "optimize", "simulate", "sweep"),
@@ -510,6 +514,7 @@ class TrialSettings:
     tolerate: tuple[str, ...] = ()
     startup_timeout: float = 2.0
     parallel_model: bool = True
+    time: Literal["real", "virtual"] = "real"
     scene: str | None = None
     live: int | None = None
     foxglove: int | None = None
@@ -652,7 +657,7 @@ def _typed(s: dict[str, Setting], rig_file: RigFile | None) -> RunSettings:
         None if rig_file is None else rig_file.path)
     trial = TrialSettings(v["duration"], v["force"], v["ramp_time"], v["end"],
                           tuple(v["tolerate"]), v["startup_timeout"], not v["no_model"],
-                          v["scene"], v["live"], v["foxglove"])
+                          v["time"], v["scene"], v["live"], v["foxglove"])
     steering = SteeringSettings(v["heading_deg"], v["path"], v["steer_gain"], v["steer_ki"],
                                 v["steer_max_deg"], v["steer_hold"], v["steer_window"])
     plant = PlantSettings(v["plant"], v["backlash_deg"], v["servo"], v["mocap_noise_mm"],
@@ -676,8 +681,25 @@ def _check_together(v: dict[str, Any]) -> None:
     if v["plant_fault"] and not simulated:
         raise SettingsError("--plant-fault is for the simulated Aiko (--rig simulated)",
                             "plant_fault")
+    if v["time"] == "virtual":
+        _check_virtual(v)
     if v["mocap_source"] == "vicon-datastream" and not v["mocap_host"]:
         raise SettingsError("--mocap vicon-datastream needs the DataStream's host", "mocap")
+
+
+def _check_virtual(v: dict[str, Any]) -> None:
+    """Virtual time is the simulated rig's, on its own clock: no robot, no
+    live view (a page or Foxglove watch the wall), no telemetry."""
+    if v["rig"] != "simulated":
+        raise SettingsError("--time virtual runs the simulated rig; the robot keeps real time",
+                            "time")
+    for name, flag in (("live", "--live"), ("foxglove", "--foxglove"), ("mqtt", "--mqtt")):
+        if v[name] is not None:
+            raise SettingsError(f"--time virtual with {flag}: a viewer watches in real time",
+                                "time")
+    if v["mocap_source"] not in (None, "vicon-udp"):
+        raise SettingsError("--time virtual takes the simulated Aiko's motion capture, not "
+                            f"--mocap {v['mocap_source']}", "time")
 
 
 def options_of(command: str, groups: Iterable[str] | None = None) -> list[Option]:

@@ -63,7 +63,7 @@ def session_config(settings: RunSettings, gait: Gait, out: Path | None = None) -
         parallel_model=trial.parallel_model, mocap_host=mocap.host, mocap_port=mocap.port,
         mqtt=mqtt_config(rig.mqtt, rig.rig_file), mqtt_model=rig.mqtt.model,
         live=live_at(trial.live), foxglove=live_at(trial.foxglove),
-        settings=settings.as_metadata())
+        settings=settings.as_metadata(), time=trial.time)
 
 
 def trial_config(settings: RunSettings, gait: Gait) -> TrialConfig:
