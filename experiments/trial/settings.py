@@ -615,15 +615,16 @@ def without_password(url: str | None) -> str | None:
 
 
 def build_settings(flags: Mapping[str, Any] | None = None, *, rig_file: str | Path | None = None,
-                   entry: Mapping[str, Any] | None = None,
-                   cwd: Path | None = None) -> RunSettings:
+                   entry: Mapping[str, Any] | None = None, cwd: Path | None = None,
+                   look_for_rig_file: bool = True) -> RunSettings:
     """The settings of a trial: the defaults, then the rig file (``rig_file``,
-    else ``aiko.toml`` in ``cwd`` or the working folder if there is one; a rig
-    file describes the robot), then a campaign ``entry``'s settings (checked
-    with :func:`plan_value`), then ``flags`` (setting name -> value, None for
-    a flag not given). RigFileError for a bad rig file, SettingsError for a
-    value that cannot be used."""
-    path = find_rig_file(rig_file, cwd)
+    else, with ``look_for_rig_file``, ``aiko.toml`` in ``cwd`` or the working
+    folder if there is one; a rig file describes the robot), then a campaign
+    ``entry``'s settings (checked with :func:`plan_value`), then ``flags``
+    (setting name -> value, None for a flag not given). RigFileError for a
+    bad rig file, SettingsError for a value that cannot be used."""
+    path = (find_rig_file(rig_file, cwd) if rig_file is not None or look_for_rig_file
+            else None)
     rig = load_rig_file(path) if path is not None else None
     merged = _defaults()
     if rig is not None:   # a rig file describes the robot
