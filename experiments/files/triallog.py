@@ -284,11 +284,13 @@ class TrialData:
 
     def can_frames(self, channels: Collection[str] = CAN_CHANNELS) -> list[LoggedFrame]:
         """The standard CAN frames of ``channels`` as (t, channel, identifier,
-        payload), in time order (:func:`stream_frames` streams the same from
-        a file)."""
+        payload), in time order, frames of the same time in the order of
+        ``channels`` and then as logged (:func:`stream_frames` streams the
+        same from a file; in virtual time many frames share an instant)."""
+        rank = {ch: k for k, ch in enumerate(channels)}
         out = [(t, ch, ident, payload) for ch in channels
                for t, ident, payload in self.frames(ch)]
-        out.sort(key=lambda f: f[0])
+        out.sort(key=lambda f: (f[0], rank[f[1]]))
         return out
 
     def events(self, kind: str | None = None) -> list[tuple[float, dict]]:
@@ -347,7 +349,9 @@ def stream_frames(path: str | Path, channels: Collection[str] = CAN_CHANNELS
             if f.read(len(MAGIC)) != MAGIC:
                 raise TrialLogError(str(path), "not an MCAP file")
             f.seek(0)
-            yield from _ordered(_frame_records(_records(f), set(channels)))
+            rank = {ch: k for k, ch in enumerate(channels)}
+            yield from _ordered(_frame_records(_records(f), set(channels)),
+                                lambda item: rank[item[1]])
     except OSError as exc:
         raise TrialLogError(str(path), f"cannot read ({exc.strerror})") from exc
 
@@ -384,15 +388,16 @@ def _standard_frame(r: dict) -> tuple[int, bytes] | None:
     return (ident, payload) if 0 <= ident <= 0x7FF and len(payload) <= 8 else None
 
 
-def _ordered(items: Iterator[tuple]) -> Iterator[tuple]:
-    """``items`` (time first) in time order, within :data:`REORDER_WINDOW`."""
+def _ordered(items: Iterator[tuple], tie=lambda item: 0) -> Iterator[tuple]:
+    """``items`` (time first) in time order, within :data:`REORDER_WINDOW`;
+    items of the same time by ``tie(item)``, then as they came."""
     heap: list[tuple] = []
     for seq, item in enumerate(items):
-        heapq.heappush(heap, (item[0], seq, item))
+        heapq.heappush(heap, (item[0], tie(item), seq, item))
         while heap[0][0] < item[0] - REORDER_WINDOW:
-            yield heapq.heappop(heap)[2]
+            yield heapq.heappop(heap)[3]
     while heap:
-        yield heapq.heappop(heap)[2]
+        yield heapq.heappop(heap)[3]
 
 
 def _is_rosbag2(path: Path) -> bool:
