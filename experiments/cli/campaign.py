@@ -30,16 +30,20 @@ def add_parser(sub) -> None:
     c.add_argument("plan", type=Path, metavar="PLAN.toml")
     c.add_argument("--summary", action="store_true",
                    help="run nothing: print the series so far and write summary.csv/.png")
+    c.add_argument("--time", choices=("real", "virtual"), default=None,
+                   help="run every trial in this time (default: each entry's, real unless "
+                        "it says time = \"virtual\"); virtual: the simulated rig in virtual "
+                        "time, as fast as the computer allows")
     c.add_argument("--ask", choices=("auto", "always", "never"), default="auto",
                    help="ask the operator before each trial: auto (on the robot, default), "
                         "always, never")
     c.set_defaults(func=cmd_campaign)
 
 
-def entry_settings(plan, entry):
+def entry_settings(plan, entry, flags: dict | None = None):
     """The settings of a plan entry's trials: the defaults, the plan's rig
-    file (or ./aiko.toml), the entry's settings and its duration. PlanError
-    names the entry and key."""
+    file (or ./aiko.toml), the entry's settings and its duration, then the
+    campaign's ``flags`` (``--time``). PlanError names the entry and key."""
     from aiko.experiments.files.campaign_plan import PlanError
     from aiko.experiments.trial.settings import SettingsError, build_settings, plan_value
 
@@ -53,15 +57,15 @@ def entry_settings(plan, entry):
         values[name] = checked
     values["duration"] = entry.duration
     try:
-        return build_settings(entry=values, rig_file=plan.rig_file)
+        return build_settings(flags, entry=values, rig_file=plan.rig_file)
     except SettingsError as exc:
         raise PlanError(str(plan.path), exc.reason, where) from exc
 
 
-def check_plan(plan) -> dict:
-    """Every entry as ``aiko run`` would take it, before anything starts:
-    PlanError names the entry and key. Returns entry name -> rig
-    ("simulated" or "robot")."""
+def check_plan(plan, flags: dict | None = None) -> dict:
+    """Every entry as ``aiko run`` would take it (with the campaign's
+    ``flags``), before anything starts: PlanError names the entry and key.
+    Returns entry name -> rig ("simulated" or "robot")."""
     from aiko.experiments.files.campaign_plan import PlanError
     from aiko.experiments.files.gait_file import get_gait
     from aiko.experiments.trial.wiring import session_config
@@ -75,7 +79,7 @@ def check_plan(plan) -> dict:
             gait = get_gait(entry.gait)
         except AikoError as exc:
             raise PlanError(src, str(exc), f"{where}.gait") from exc
-        settings = entry_settings(plan, entry)
+        settings = entry_settings(plan, entry, flags)
         try:
             session_config(settings, gait, Path("check.mcap"))
         except AikoError as exc:
@@ -84,7 +88,7 @@ def check_plan(plan) -> dict:
     return rigs
 
 
-def _trial_runner(plan, say):
+def _trial_runner(plan, say, flags: dict | None = None):
     """The campaign's trial: ``aiko run``'s code on the entry's settings."""
     from aiko.experiments.cli.run import run_session_blocking
     from aiko.experiments.files.gait_file import get_gait
@@ -93,7 +97,7 @@ def _trial_runner(plan, say):
 
     def run_trial(trial) -> Outcome:
         gait = get_gait(trial.entry.gait)
-        session = session_config(entry_settings(plan, trial.entry), gait, trial.out)
+        session = session_config(entry_settings(plan, trial.entry, flags), gait, trial.out)
         report, interrupted = run_session_blocking(session, gait)
         result = report.result
         if interrupted or result is None:
@@ -180,7 +184,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         if not campaign.index.path.exists():
             raise ArgError(f"aiko campaign: {plan.folder}: no campaign index yet")
         return _summary(plan.folder)
-    rigs = check_plan(plan)
+    flags = {"time": args.time}
+    rigs = check_plan(plan, flags)
     campaign.check()
     pending = campaign.pending()
     print(f"campaign {plan.name}: {len(pending)} of "
@@ -189,7 +194,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(f"aiko campaign: {text}", flush=True)
 
-    res = campaign.run(_trial_runner(plan, say), _asker(args.ask, rigs), say)
+    res = campaign.run(_trial_runner(plan, say, flags), _asker(args.ask, rigs), say)
     left = len(campaign.pending())
     if res.stopped is not None:
         print(f"aiko campaign: {res.stopped}; {left} trial(s) left: run "

@@ -32,12 +32,14 @@ gait = "sidewinding"
 duration = {duration}
 repetitions = {reps}
 plant = "ideal"
+time = "virtual"
 {extra}
 [[trial]]
 gait = "lateral-undulation"
 duration = {duration}
 repetitions = {reps}
 plant = "ideal"
+time = "virtual"
 {extra}"""
 
 
@@ -68,7 +70,7 @@ def test_a_plan_is_read_with_paths_relative_to_it_and_a_seeded_order(tmp_path):
     plan = load_plan(write_plan(tmp_path, order="shuffled", extra='scene = "obst.toml"\n'))
     assert plan.folder == tmp_path / "floor-a" and plan.rig_file is None
     assert [e.name for e in plan.entries] == ["sidewinding", "lateral-undulation"]
-    assert dict(plan.entries[0].settings) == {"plant": "ideal",
+    assert dict(plan.entries[0].settings) == {"plant": "ideal", "time": "virtual",
                                                "scene": str(tmp_path / "obst.toml")}
     order = [(e.name, r) for e, r in schedule(plan)]
     assert sorted(order) == sorted([("sidewinding", 1), ("sidewinding", 2),
@@ -216,8 +218,9 @@ def _rows(folder: Path) -> list[dict]:
 
 
 def test_a_campaign_on_the_simulated_rig_killed_and_resumed(tmp_path):
-    """2 entries x 2 repetitions of 3 s: killed after its second trial, run
-    again it runs only the last two; the summary covers all four."""
+    """2 entries x 2 repetitions of 3 s in virtual time: killed once two
+    trials have ended (a third may have ended before the kill landed), run
+    again it runs only what is left; the summary covers all four."""
     plan = write_plan(tmp_path)
     folder = tmp_path / "floor-a"
     proc = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "campaign", str(plan)],
@@ -227,16 +230,19 @@ def test_a_campaign_on_the_simulated_rig_killed_and_resumed(tmp_path):
         deadline = time.monotonic() + 240
         while len(_rows(folder)) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
-        assert len(_rows(folder)) == 2, "the first two trials did not end"
+        assert len(_rows(folder)) >= 2, "the first two trials did not end"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=20)
+    done = len([x for x in _rows(folder) if x["outcome"] == "completed"])
+    assert done in (2, 3)
     r = aiko("campaign", str(plan))
     assert r.returncode == 0, r.stderr
-    assert "2 of 4 trials to run" in r.stdout
+    assert f"{4 - done} of 4 trials to run" in r.stdout
     rows = [x for x in _rows(folder) if x["outcome"] != "aborted"]
-    assert [(x["entry"], x["repetition"]) for x in rows[2:]] == [("lateral-undulation", "1"),
-                                                                 ("lateral-undulation", "2")]
+    assert [(x["entry"], x["repetition"]) for x in rows] == [
+        ("sidewinding", "1"), ("sidewinding", "2"), ("lateral-undulation", "1"),
+        ("lateral-undulation", "2")]
     assert all(x["outcome"] == "completed" for x in rows) and len(rows) == 4
     for x in rows:
         assert (folder / x["file"]).stat().st_size > 10_000
@@ -276,9 +282,9 @@ gait = "sidewinding"
 duration = 2.0
 no_model = true
 plant = "ideal"
-"""
+"""     # in real time: `aiko campaign --time virtual` below
     plan = write_plan(tmp_path, text=text)
-    r = aiko("campaign", str(plan))
+    r = aiko("campaign", str(plan), "--time", "virtual")
     assert r.returncode == 0, r.stderr
     rows = _rows(tmp_path / "faults")
     assert [(x["entry"], x["outcome"]) for x in rows] == [("node-2-silent", "fault"),
