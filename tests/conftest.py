@@ -13,7 +13,6 @@ put back here, so the children start with SIGINT's default again."""
 
 import asyncio
 import os
-import re
 import shutil
 import signal
 import socket

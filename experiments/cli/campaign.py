@@ -9,9 +9,9 @@ import math
 import sys
 from pathlib import Path
 
-from aiko.experiments.cli.args import ArgError
+from aiko.experiments.cli.args import ArgError, add_executor_options, executor_args
 
-__all__ = ["add_parser", "cmd_campaign", "entry_settings", "check_plan"]
+__all__ = ["add_parser", "cmd_campaign", "check_plan"]
 
 PROMPT = "Enter: start · r: redo the last · s: skip · q: stop > "
 
@@ -26,7 +26,10 @@ def add_parser(sub) -> None:
                     "folder (<entry>-<rep>.mcap) with an index, campaign.csv. Run again, it "
                     "goes on with the first trial not completed. On the robot it asks the "
                     "operator before each trial (Enter, r redo, s skip, q stop); on the "
-                    "simulated rig it goes on by itself. Ends with summary.csv and summary.png.")
+                    "simulated rig it goes on by itself. When every trial is in virtual time "
+                    "(--time virtual) they run at once, on local processes or a Dask "
+                    "cluster (--scheduler), the index as one after another would write it. "
+                    "Ends with summary.csv and summary.png.")
     c.add_argument("plan", type=Path, metavar="PLAN.toml")
     c.add_argument("--summary", action="store_true",
                    help="run nothing: print the series so far and write summary.csv/.png")
@@ -34,32 +37,11 @@ def add_parser(sub) -> None:
                    help="run every trial in this time (default: each entry's, real unless "
                         "it says time = \"virtual\"); virtual: the simulated rig in virtual "
                         "time, as fast as the computer allows")
+    add_executor_options(c)
     c.add_argument("--ask", choices=("auto", "always", "never"), default="auto",
                    help="ask the operator before each trial: auto (on the robot, default), "
                         "always, never")
     c.set_defaults(func=cmd_campaign)
-
-
-def entry_settings(plan, entry, flags: dict | None = None):
-    """The settings of a plan entry's trials: the defaults, the plan's rig
-    file (or ./aiko.toml), the entry's settings and its duration, then the
-    campaign's ``flags`` (``--time``). PlanError names the entry and key."""
-    from aiko.experiments.files.campaign_plan import PlanError
-    from aiko.experiments.trial.settings import SettingsError, build_settings, plan_value
-
-    where = f"trial {plan.entries.index(entry) + 1} ({entry.name})"
-    values = {}
-    for key, value in entry.settings:
-        try:
-            name, checked = plan_value(key, value)
-        except SettingsError as exc:
-            raise PlanError(str(plan.path), exc.reason, f"{where}.{key}") from exc
-        values[name] = checked
-    values["duration"] = entry.duration
-    try:
-        return build_settings(flags, entry=values, rig_file=plan.rig_file)
-    except SettingsError as exc:
-        raise PlanError(str(plan.path), exc.reason, where) from exc
 
 
 def check_plan(plan, flags: dict | None = None) -> dict:
@@ -68,7 +50,7 @@ def check_plan(plan, flags: dict | None = None) -> dict:
     Returns entry name -> rig ("simulated" or "robot")."""
     from aiko.experiments.files.campaign_plan import PlanError
     from aiko.experiments.files.gait_file import get_gait
-    from aiko.experiments.trial.wiring import session_config
+    from aiko.experiments.trial.wiring import entry_settings, session_config
     from aiko.model.errors import AikoError
 
     src = str(plan.path)
@@ -93,7 +75,7 @@ def _trial_runner(plan, say, flags: dict | None = None):
     from aiko.experiments.cli.run import run_session_blocking
     from aiko.experiments.files.gait_file import get_gait
     from aiko.experiments.trial.campaign import Outcome
-    from aiko.experiments.trial.wiring import session_config
+    from aiko.experiments.trial.wiring import entry_settings, session_config
 
     def run_trial(trial) -> Outcome:
         gait = get_gait(trial.entry.gait)
@@ -194,7 +176,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(f"aiko campaign: {text}", flush=True)
 
-    res = campaign.run(_trial_runner(plan, say, flags), _asker(args.ask, rigs), say)
+    res = _run(campaign, plan, args, flags, rigs, say)
     left = len(campaign.pending())
     if res.stopped is not None:
         print(f"aiko campaign: {res.stopped}; {left} trial(s) left: run "
@@ -203,6 +185,29 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if res.stopped == "interrupted":
         return 130
     return 2 if res.stopped is not None and res.stopped.startswith("the plan") else 0
+
+
+def _run(campaign, plan, args, flags: dict, rigs: dict, say):
+    """One trial after another, or, when every trial is in virtual time and
+    nobody is asked, all at once on local processes or a Dask cluster."""
+    from aiko.experiments.analysis.executor import open_executor
+    from aiko.experiments.trial.wiring import entry_settings
+
+    asker = _asker(args.ask, rigs)
+    virtual = all(entry_settings(plan, e, flags).trial.time == "virtual" for e in plan.entries)
+    wants_pool = args.scheduler is not None or args.workers is not None
+    if wants_pool and not virtual:
+        raise ArgError("aiko campaign: --scheduler and --workers run the trials in virtual "
+                       "time: give --time virtual, or time = \"virtual\" to every entry")
+    if wants_pool and asker is not None:
+        raise ArgError("aiko campaign: trials run at once on --scheduler or --workers ask "
+                       "nobody: give --ask never")
+    if not virtual or asker is not None:
+        return campaign.run(_trial_runner(plan, say, flags), asker, say)
+    with open_executor(*executor_args(args)) as executor:
+        say("every trial in virtual time: running them at once on "
+            + (args.scheduler or "local processes"))
+        return campaign.run_parallel(executor, flags, say)
 
 
 def _summary(folder: Path) -> int:

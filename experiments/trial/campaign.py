@@ -15,6 +15,7 @@ operator's answer between trials: the loop does no terminal I/O.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import os
 import time
@@ -28,7 +29,7 @@ from aiko.experiments.files.triallog import free_log_path
 from aiko.model.errors import AikoError
 
 __all__ = ["Campaign", "CampaignError", "CampaignResult", "TrialRun", "Outcome", "Upcoming",
-           "plan_changes"]
+           "plan_changes", "virtual_trial_outcome"]
 
 DONE = ("completed", "skipped")
 
@@ -240,3 +241,71 @@ class Campaign:
             if ask is None and self.plan.pause > 0 and i < len(queue):
                 time.sleep(self.plan.pause)
         return res
+
+    def run_parallel(self, executor: cf.Executor, flags: dict | None = None,
+                     say: Callable[[str], None] = lambda text: None) -> CampaignResult:
+        """Run what is pending at once on ``executor`` (a process pool or a
+        Dask cluster's, :func:`aiko.experiments.analysis.executor.open_executor`),
+        every trial in virtual time (:func:`virtual_trial_outcome`): their
+        rows go into the index in the schedule's order, as a run one after
+        another would write them. The workers read the plan and write the
+        logs where this process would: on a cluster, a shared folder."""
+        self.open()
+        self._orphans()
+        res = CampaignResult()
+        changed = self._plan_changed()
+        if changed:
+            res.stopped = changed
+            return res
+        submitted = []
+        for entry, rep in self.pending():
+            out = free_log_path(f"{entry.name}-{rep}", self.folder)
+            started = time.strftime("%Y-%m-%dT%H:%M:%S")
+            submitted.append((entry, rep, out, started, executor.submit(
+                virtual_trial_outcome, str(self.plan.path), entry.name, rep, str(out),
+                dict(flags or {}))))
+        try:
+            for entry, rep, out, started, future in submitted:
+                result = _outcome_of(future)
+                self._record(entry, rep, out, started, result)
+                res.ran.append((entry, rep, result))
+                say(f"{entry.name} #{rep}: {result.outcome}"
+                    + (f" ({result.note})" if result.note else ""))
+        finally:
+            for *_, future in submitted:
+                future.cancel()
+        return res
+
+
+def _outcome_of(future: cf.Future) -> Outcome:
+    """A worker's outcome; a worker that failed is an aborted trial, said why."""
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001 - a worker's failure is the trial's row
+        return Outcome("aborted", None, f"its worker failed: {type(exc).__name__}: {exc}")
+
+
+def virtual_trial_outcome(plan_path: str, entry_name: str, repetition: int, out: str,
+                          flags: dict | None = None) -> Outcome:
+    """One trial of a plan's entry in virtual time, wherever it runs (a worker
+    of a process pool or of a Dask cluster): the log at ``out``, the outcome.
+    CampaignError for an entry that is not in virtual time."""
+    from aiko.drivers.virtual_time import run_virtual
+    from aiko.experiments.files.gait_file import get_gait
+
+    from .session import SessionReport, run_session
+    from .wiring import entry_settings, session_config
+
+    plan = load_plan(plan_path)
+    entry = next(e for e in plan.entries if e.name == entry_name)
+    settings = entry_settings(plan, entry, flags)
+    if settings.trial.time != "virtual":
+        raise CampaignError(f"{plan_path}: {entry_name}", "runs in real time, one at a time")
+    gait = get_gait(entry.gait)
+    report = SessionReport()
+    result = run_virtual(run_session(session_config(settings, gait, Path(out)), gait, report))
+    if result.reason == "fault":
+        return Outcome("fault", report.metrics, str(result.fault))
+    if result.reason != "completed":
+        return Outcome("aborted", report.metrics, result.reason)
+    return Outcome("completed", report.metrics)

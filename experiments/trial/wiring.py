@@ -14,14 +14,17 @@ campaign``, ``aiko doctor`` and Python users build them here::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from aiko.control.gait import Gait
 from aiko.control.steering import SteeringConfig
 from aiko.control.supervisor import FaultPolicy
 from aiko.drivers.can_bus import check_interface
 from aiko.drivers.telemetry import MqttConfig
+from aiko.experiments.files.campaign_plan import Entry, Plan, PlanError
 from aiko.experiments.files.path_file import load_path_toml
 from aiko.experiments.files.rig_file import RIG_FILE_NAME, mqtt_password, trial_stem
 from aiko.experiments.files.scene_file import load_scene
@@ -39,10 +42,13 @@ from .settings import (
     RunSettings,
     SettingsError,
     SteeringSettings,
+    build_settings,
+    plan_value,
     without_password,
 )
 
-__all__ = ["session_config", "trial_config", "trial_duration", "plant_params", "steering_config", "mqtt_config",
+__all__ = ["session_config", "entry_settings", "trial_config", "trial_duration", "plant_params",
+           "steering_config", "mqtt_config",
            "doctor_config", "default_out", "SIMULATED_DURATION"]
 
 SIMULATED_DURATION = 15.0
@@ -64,6 +70,26 @@ def session_config(settings: RunSettings, gait: Gait, out: Path | None = None) -
         mqtt=mqtt_config(rig.mqtt, rig.rig_file), mqtt_model=rig.mqtt.model,
         live=live_at(trial.live), foxglove=live_at(trial.foxglove),
         settings=settings.as_metadata(), time=trial.time)
+
+
+def entry_settings(plan: Plan, entry: Entry, flags: Mapping[str, Any] | None = None
+                   ) -> RunSettings:
+    """The settings of a campaign entry's trials: the defaults, the plan's rig
+    file (or ./aiko.toml), the entry's settings and its duration, then the
+    campaign's ``flags`` (``--time``). PlanError names the entry and key."""
+    where = f"trial {plan.entries.index(entry) + 1} ({entry.name})"
+    values = {}
+    for key, value in entry.settings:
+        try:
+            name, checked = plan_value(key, value)
+        except SettingsError as exc:
+            raise PlanError(str(plan.path), exc.reason, f"{where}.{key}") from exc
+        values[name] = checked
+    values["duration"] = entry.duration
+    try:
+        return build_settings(flags, entry=values, rig_file=plan.rig_file)
+    except SettingsError as exc:
+        raise PlanError(str(plan.path), exc.reason, where) from exc
 
 
 def trial_config(settings: RunSettings, gait: Gait) -> TrialConfig:

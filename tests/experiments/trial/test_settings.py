@@ -198,7 +198,7 @@ def test_the_doctor_checks_the_rig_the_settings_describe(tmp_path):
 
 
 def test_a_campaign_entry_becomes_settings_without_argv(tmp_path):
-    from aiko.experiments.cli.campaign import entry_settings
+    from aiko.experiments.trial.wiring import entry_settings
 
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text('[campaign]\nname = "c"\n[[trial]]\ngait = "lateral-undulation"\n'
