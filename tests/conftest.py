@@ -66,6 +66,16 @@ def realistic_trial(tmp_path_factory):
     return run, out
 
 
+@pytest.fixture(scope="module")
+def realtime_trial(tmp_path_factory):
+    """The same trial as :func:`realistic_trial` in real time: the simulated
+    Aiko and the parallel model as child processes, slcan over TCP, Vicon
+    datagrams over UDP (the tests of real-time behaviour read it)."""
+    out = tmp_path_factory.mktemp("realtime") / "trial.mcap"
+    run = aiko_run("sidewinding", "--duration", "5", "--out", str(out))
+    return run, out
+
+
 @pytest.fixture(scope="session")
 def ideal_trial(tmp_path_factory):
     """sidewinding, 5 s, the ideal simulated Aiko, in virtual time."""
