@@ -303,6 +303,9 @@ OPTIONS: tuple[Option, ...] = (
            "angles", PLANT, ("run", "emulate"), metavar="FILE.toml",
            defaults=(("run", None, "the trial's ramp then takes its joints to the gait's "
                       "start posture"),)),
+    Option("plant_seed", None, "the seed of the simulated motion capture's noise (default "
+           "0): one seed, one trial, in virtual time", PLANT,
+           parse=checked_number("plant seed", int, lambda v: v >= 0, "be >= 0"), metavar="N"),
     Option("plant_fault", (), "an emulated module's fault, as aiko emulate --fault (drop=F, "
            "delay=S, silent, encoder[=h|v], saturate[=h|v], babble=RATE; @T s after the "
            "simulated Aiko's start), to rehearse a fault; repeatable", PLANT,
@@ -548,6 +551,7 @@ class PlantSettings:
     mocap_latency_ms: float | None = None
     start_curve: str | None = None
     faults: tuple[str, ...] = ()
+    seed: int | None = None
     mu: float | None = None
     mu_x: float | None = None
     mu_y: float | None = None
@@ -663,7 +667,7 @@ def _typed(s: dict[str, Setting], rig_file: RigFile | None) -> RunSettings:
                                 v["steer_max_deg"], v["steer_hold"], v["steer_window"])
     plant = PlantSettings(v["plant"], v["backlash_deg"], v["servo"], v["mocap_noise_mm"],
                           v["mocap_latency_ms"], v["start_curve"], tuple(v["plant_fault"]),
-                          v["plant_mu"], v["plant_mu_x"], v["plant_mu_y"])
+                          v["plant_seed"], v["plant_mu"], v["plant_mu_x"], v["plant_mu_y"])
     return RunSettings(rig, trial, steering, plant, s)
 
 

@@ -135,6 +135,8 @@ def plant_params(plant: PlantSettings, nodes: int) -> PlantParams:
                 raise SettingsError(f"--plant-fault for node {node}, but only nodes 1..{nodes} "
                                     "exist", "plant_fault")
         changes["faults"] = tuple(plant.faults)
+    if plant.seed is not None:
+        changes["seed"] = plant.seed
     if plant.mu is not None:
         changes["mu_x"] = changes["mu_y"] = plant.mu
     if plant.mu_x is not None:
