@@ -23,27 +23,21 @@ from aiko.experiments.rig.parallel_model import ModelSample, ParallelModel
 from aiko.model import SnakeModel
 from aiko.model.errors import AikoError
 
+from .model_link import ModelSamples
+
 __all__ = ["InlineModel"]
 
 log = logging.getLogger(__name__)
 
 
-class InlineModel:
+class InlineModel(ModelSamples):
     """See the module docstring; ``rate``: samples a second of trial time."""
 
     def __init__(self, model: SnakeModel, clock, rate: float = 20.0,
                  on_sample: Callable[[float, np.ndarray, float], None] | None = None,
                  on_event: Callable[[str, dict], None] | None = None) -> None:
+        super().__init__(clock, on_sample, on_event)
         self.pm = ParallelModel(model, rate)
-        self.clock = clock
-        self.on_sample = on_sample or (lambda t, positions, lag: None)
-        self.on_event = on_event or (lambda kind, data: None)
-        self.started = False
-        self.samples = 0
-        self.lag = 0.0
-        self.max_lag = 0.0
-        self.stopped: str | None = None
-        self.done: dict | None = None
         self._ended = asyncio.Event()
 
     @property
@@ -52,10 +46,7 @@ class InlineModel:
 
     def _emit(self, samples: list[ModelSample]) -> None:
         for s in samples:
-            self.samples += 1
-            self.lag = max(0.0, self.clock.now() - s.t)
-            self.max_lag = max(self.max_lag, self.lag)
-            self.on_sample(s.t, np.asarray(s.positions, dtype=float), self.lag)
+            self.took(s.t, np.asarray(s.positions, dtype=float))
 
     def _guarded(self, step: Callable[[], list[ModelSample]]) -> None:
         """A step of the model; a failure stops the model, never the trial."""
@@ -102,6 +93,4 @@ class InlineModel:
         return self.done is not None
 
     def summary(self) -> dict:
-        return {"samples": self.samples, "lag_s": self.lag, "max_lag_s": self.max_lag,
-                "stopped": self.stopped, "done": self.done, "pid": None,
-                "wall_s": self.pm.wall}
+        return {**super().summary(), "pid": None, "wall_s": self.pm.wall}

@@ -22,7 +22,7 @@ from aiko.experiments.rig.parallel_model import MODEL_PRIORITY
 from aiko.experiments.trial.processes import Child, ChildProcesses, python_module
 from aiko.model import SnakeModel
 
-__all__ = ["ModelLink", "start_model_process"]
+__all__ = ["ModelLink", "ModelSamples", "start_model_process"]
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +55,17 @@ def _parse(line: str) -> dict | None:
     return msg if isinstance(msg, dict) else None
 
 
-class ModelLink:
-    """See the module docstring. ``on_sample(t, positions (n, 3), lag)`` gets
-    every sample; ``on_event(kind, data)`` gets ``model_started``,
-    ``model_stopped``, ``model_error`` and ``model_done``."""
+class ModelSamples:
+    """What the trial's side of a parallel model keeps of its samples, in
+    either form (the process's :class:`ModelLink`, or the inline model of
+    virtual time): ``on_sample(t, positions (n, 3), lag)`` gets every sample;
+    ``on_event(kind, data)`` gets ``model_started``, ``model_stopped``,
+    ``model_error`` and ``model_done``; the lag is the trial clock's now
+    minus the newest sample's time."""
 
-    def __init__(self, child: Child, clock,
+    def __init__(self, clock,
                  on_sample: Callable[[float, np.ndarray, float], None] | None = None,
                  on_event: Callable[[str, dict], None] | None = None) -> None:
-        self.child = child
         self.clock = clock
         self.on_sample = on_sample or (lambda t, positions, lag: None)
         self.on_event = on_event or (lambda kind, data: None)
@@ -71,8 +73,29 @@ class ModelLink:
         self.samples = 0
         self.lag = 0.0
         self.max_lag = 0.0
-        self.stopped: str | None = None   # why the process stopped early
+        self.stopped: str | None = None   # why the model stopped early
         self.done: dict | None = None
+
+    def took(self, t: float, positions: np.ndarray) -> None:
+        """A sample of trial time ``t``: counted, its lag measured, handed on."""
+        self.samples += 1
+        self.lag = max(0.0, self.clock.now() - t)
+        self.max_lag = max(self.max_lag, self.lag)
+        self.on_sample(t, positions, self.lag)
+
+    def summary(self) -> dict:
+        return {"samples": self.samples, "lag_s": self.lag, "max_lag_s": self.max_lag,
+                "stopped": self.stopped, "done": self.done}
+
+
+class ModelLink(ModelSamples):
+    """See the module docstring and :class:`ModelSamples`."""
+
+    def __init__(self, child: Child, clock,
+                 on_sample: Callable[[float, np.ndarray, float], None] | None = None,
+                 on_event: Callable[[str, dict], None] | None = None) -> None:
+        super().__init__(clock, on_sample, on_event)
+        self.child = child
         self._end_sent = False
         self._pipe_closed = False
 
@@ -116,11 +139,7 @@ class ModelLink:
             return True
         if "sample" in msg:
             s = msg["sample"]
-            t = float(s["t"])
-            self.samples += 1
-            self.lag = max(0.0, self.clock.now() - t)
-            self.max_lag = max(self.max_lag, self.lag)
-            self.on_sample(t, np.asarray(s["positions"], dtype=float), self.lag)
+            self.took(float(s["t"]), np.asarray(s["positions"], dtype=float))
         elif "done" in msg:
             self.done = msg["done"]
             self.on_event("model_done", self.done)
@@ -167,5 +186,4 @@ class ModelLink:
         return self.done is not None
 
     def summary(self) -> dict:
-        return {"samples": self.samples, "lag_s": self.lag, "max_lag_s": self.max_lag,
-                "stopped": self.stopped, "done": self.done, "pid": self.child.pid}
+        return {**super().summary(), "pid": self.child.pid}
