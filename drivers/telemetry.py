@@ -28,7 +28,6 @@ the trial nothing. :meth:`MqttTelemetry.stop` publishes what is still queued
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import ssl
@@ -163,8 +162,12 @@ class MqttTelemetry:
                 log.warning("MQTT: %d message(s) not published within %.1f s",
                             self.queue.qsize(), self.drain_timeout)
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await task
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - telemetry never fails a trial
+            log.warning("MQTT telemetry had stopped: %s: %s", type(exc).__name__, exc)
         self.dropped += self.queue.qsize()
 
     def _tls(self):

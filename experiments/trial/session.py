@@ -226,16 +226,19 @@ async def _virtual_session(config: SessionConfig, gait: Gait, report: SessionRep
     pc_end = LoopBus(rig.channel)
     can_io = CanDriver(pc_end, clock)
     tc_run = replace(tc, can_interface="loop", can_channel=rig.channel)
-    async with asyncio.TaskGroup() as tg:
-        serving = tg.create_task(rig.run(), name="simulated-aiko")
-        try:
-            return await _run_logged_trial(config, tc_run, gait, report, clock, can_io,
-                                           params, mocap=mocap, model=model, children=[],
-                                           views=[], listeners=listeners, status=status)
-        finally:
-            report.plant = {"channel": rig.channel, **rig.status()}
-            serving.cancel()
-            pc_end.shutdown()
+    try:
+        async with asyncio.TaskGroup() as tg:
+            serving = tg.create_task(rig.run(), name="simulated-aiko")
+            try:
+                return await _run_logged_trial(config, tc_run, gait, report, clock, can_io,
+                                               params, mocap=mocap, model=model, children=[],
+                                               views=[], listeners=listeners, status=status)
+            finally:
+                report.plant = {"channel": rig.channel, **rig.status()}
+                serving.cancel()
+                pc_end.shutdown()
+    except BaseExceptionGroup as group:   # the trial's own error, or the rig's, as raised
+        raise _first_error(group) from None
 
 
 def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
@@ -432,6 +435,12 @@ async def _logged_trial(config: SessionConfig, gait: Gait, report: SessionReport
                                mocap_links=viewers)
     finally:
         request_normal()
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    """The first exception of a group, looked for inside nested groups."""
+    first = group.exceptions[0]
+    return _first_error(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _obstacles_drawn(scene: Scene) -> dict:

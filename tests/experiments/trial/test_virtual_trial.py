@@ -104,3 +104,12 @@ def test_a_virtual_session_needs_the_virtual_loop(tmp_path):
     with pytest.raises(SessionError, match="VirtualTimeLoop"):
         asyncio.run(run_session(config, PRESETS["sidewinding"], SessionReport()))
     assert replace(config, time="real").time == "real"
+
+
+def test_a_module_silent_from_the_start_is_the_one_line_error_of_real_time(tmp_path):
+    from tests.conftest import aiko
+
+    r = aiko("run", "sidewinding", "--time", "virtual", "--plant-fault", "2:silent@0",
+             "--duration", "2", "--out", str(tmp_path / "t.mcap"))
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "aiko run: no heartbeat from joint node 2 within 2 s"], r.stderr
