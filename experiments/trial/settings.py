@@ -178,7 +178,7 @@ _BOTH = ("run", "doctor")
 
 OPTIONS: tuple[Option, ...] = (
     # the rig: run and doctor (and the rig file)
-    Option("rig", None, "simulated: start the simulated Aiko (default without a rig file); "
+    Option("rig", "simulated", "simulated: start the simulated Aiko (default without a rig file); "
            "robot: the real bus and motion capture", RIG, choices=("simulated", "robot")),
     Option("can_interface", "socketcan", "python-can interface: socketcan (default), slcan, "
            "pcan, kvaser, ...", RIG, _BOTH, metavar="NAME"),
@@ -648,26 +648,30 @@ def _known(flags: Mapping[str, Any]) -> dict[str, Any]:
 
 def _typed(s: dict[str, Setting], rig_file: RigFile | None) -> RunSettings:
     v = {name: setting.value for name, setting in s.items()}
-    if v["rig"] is None:
-        s["rig"] = Setting("simulated", "default")
-        v["rig"] = "simulated"
     _check_together(v)
+    mocap = MocapSettings(source=v["mocap_source"], host=v["mocap_host"], port=v["mocap_port"],
+                          subject=v["mocap_subject"], segment=v["mocap_segment"],
+                          rate=v["mocap_rate"])
+    mqtt = MqttSettings(url=v["mqtt"], ca_file=v["mqtt_ca"], password_env=v["mqtt_password_env"],
+                        model=v["mqtt_model"])
     rig = RigSettings(
-        v["rig"], CanSettings(v["can_interface"], v["can_channel"], v["bitrate"]), v["nodes"],
-        v["limit_deg"], v["max_speed_deg_s"],
-        MocapSettings(v["mocap_source"], v["mocap_host"], v["mocap_port"], v["mocap_subject"],
-                      v["mocap_segment"], v["mocap_rate"]),
-        MqttSettings(v["mqtt"], v["mqtt_ca"], v["mqtt_password_env"], v["mqtt_model"]),
-        v["trials_folder"], v["trials_name"], v["live_host"],
-        None if rig_file is None else rig_file.path)
-    trial = TrialSettings(v["duration"], v["force"], v["ramp_time"], v["end"],
-                          tuple(v["tolerate"]), v["startup_timeout"], not v["no_model"],
-                          v["time"], v["scene"], v["live"], v["foxglove"])
-    steering = SteeringSettings(v["heading_deg"], v["path"], v["steer_gain"], v["steer_ki"],
-                                v["steer_max_deg"], v["steer_hold"], v["steer_window"])
-    plant = PlantSettings(v["plant"], v["backlash_deg"], v["servo"], v["mocap_noise_mm"],
-                          v["mocap_latency_ms"], v["start_curve"], tuple(v["plant_fault"]),
-                          v["plant_seed"], v["plant_mu"], v["plant_mu_x"], v["plant_mu_y"])
+        rig=v["rig"], can=CanSettings(v["can_interface"], v["can_channel"], v["bitrate"]),
+        nodes=v["nodes"], limit_deg=v["limit_deg"], max_speed_deg_s=v["max_speed_deg_s"],
+        mocap=mocap, mqtt=mqtt, trials_folder=v["trials_folder"], trials_name=v["trials_name"],
+        live_host=v["live_host"], rig_file=None if rig_file is None else rig_file.path)
+    trial = TrialSettings(
+        duration=v["duration"], force=v["force"], ramp_time=v["ramp_time"], end=v["end"],
+        tolerate=tuple(v["tolerate"]), startup_timeout=v["startup_timeout"],
+        parallel_model=not v["no_model"], time=v["time"], scene=v["scene"], live=v["live"],
+        foxglove=v["foxglove"])
+    steering = SteeringSettings(
+        heading_deg=v["heading_deg"], path=v["path"], gain=v["steer_gain"], ki=v["steer_ki"],
+        max_deg=v["steer_max_deg"], hold=v["steer_hold"], window=v["steer_window"])
+    plant = PlantSettings(
+        preset=v["plant"], backlash_deg=v["backlash_deg"], servo=v["servo"],
+        mocap_noise_mm=v["mocap_noise_mm"], mocap_latency_ms=v["mocap_latency_ms"],
+        start_curve=v["start_curve"], faults=tuple(v["plant_fault"]), seed=v["plant_seed"],
+        mu=v["plant_mu"], mu_x=v["plant_mu_x"], mu_y=v["plant_mu_y"])
     return RunSettings(rig, trial, steering, plant, s)
 
 
