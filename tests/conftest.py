@@ -31,12 +31,14 @@ from aiko.drivers.can_bus import CanDriver
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconUdpSource, encode_object_stream
 from aiko.drivers.priority import request_normal, request_realtime
+from aiko.drivers.virtual_time import LoopClock
 from aiko.experiments.files.triallog import TrialLog, read_trial
 from aiko.experiments.trial.config import TrialConfig
 from aiko.experiments.trial.fanout import Fanout
 from aiko.experiments.trial.listeners import PublishListener, TelemetryListener, TrialLogListener
 from aiko.experiments.trial.runner import dbc_attachment, run_trial, trial_metadata
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
+from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.model.scene import SCENE_PRESETS
 
@@ -85,12 +87,16 @@ def ideal_trial(tmp_path_factory):
     return run, out
 
 
-async def udp_sender(port, subject, malformed_every=0, stop_after=None):
+async def udp_sender(port, subject, malformed_every=0, stop_after=None, deliver=None):
     """A Vicon Tracker stand-in: 100 Hz datagrams, link 6 moving along y at
-    1 m/s (occluded for frames 40-49)."""
+    1 m/s (occluded for frames 40-49); ``deliver``: hand each datagram to a
+    source in this process instead of UDP (virtual time)."""
     loop = asyncio.get_running_loop()
-    transport, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol,
-                                                       remote_addr=("127.0.0.1", port))
+    if deliver is None:
+        transport, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol,
+                                                           remote_addr=("127.0.0.1", port))
+    else:
+        transport = _Handover(deliver)
     try:
         frame = 0
         while stop_after is None or frame < stop_after:
@@ -105,13 +111,29 @@ async def udp_sender(port, subject, malformed_every=0, stop_after=None):
         transport.close()
 
 
+class _Handover:
+    def __init__(self, deliver):
+        self.sendto = deliver
+
+    def close(self):
+        pass
+
+
 async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=None, mocap=False,
                               malformed_every=0, telemetry=None, startup_timeout=1.0,
-                              steering=None, viewers=(), mocap_stop_after=None, listeners=()):
+                              steering=None, viewers=(), mocap_stop_after=None, listeners=(),
+                              virtual=False):
+    """A trial in this process against emulated modules: python-can's virtual
+    bus on the wall clock, or (``virtual``, run it with ``run_virtual``) a loop
+    bus in virtual time, the Tracker stand-in's datagrams handed over."""
     channel = f"trial-{uuid.uuid4()}"
-    node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
-    pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
-    clock = TrialClock()
+    if virtual:
+        node_bus, pc_bus = LoopBus(channel), LoopBus(channel)
+        clock = LoopClock()
+    else:
+        node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+        pc_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+        clock = TrialClock()
     faults = faults or {}
     modules = [JointModule(i, faults=faults.get(i, FaultConfig()))
                for i in range(1, (emulated or nodes) + 1)]
@@ -130,13 +152,21 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
         fanout.add(listener)
     can_io = CanDriver(pc_bus, clock)
     result = source = None
-    request_realtime()   # as `aiko run` runs its trial (the trial's thread only)
+    if not virtual:
+        request_realtime()   # as `aiko run` runs its trial (the trial's thread only)
     try:
         async with asyncio.TaskGroup() as tg:
             emulator = tg.create_task(joints.run(), name="emulator")
             sender = None
             async with can_io, fanout:
-                if mocap:
+                if mocap and virtual:
+                    source = ViconUdpSource("link6", clock)        # fed, no socket
+                    sender = tg.create_task(udp_sender(0, "link6", malformed_every,
+                                                       mocap_stop_after, source.take_datagram),
+                                            name="vicon")
+                    result = await run_trial(config, gait, can_io, clock, fanout,
+                                             mocap_source=source, mocap_links=bool(viewers))
+                elif mocap:
                     async with ViconUdpSource("link6", clock, host="127.0.0.1", port=0) as source:
                         sender = tg.create_task(udp_sender(source.port, "link6", malformed_every,
                                                            mocap_stop_after), name="vicon")
@@ -151,7 +181,8 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
     except* NodesMissingError as eg:  # unwrap the TaskGroup's group for the caller
         raise eg.exceptions[0] from None
     finally:
-        request_normal()
+        if not virtual:
+            request_normal()
         tlog.close()
         node_bus.shutdown()
         pc_bus.shutdown()

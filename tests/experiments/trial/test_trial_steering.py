@@ -2,7 +2,6 @@
 loop's offset to every horizontal reference each period, the log records
 why, and stale motion capture is held, then dropped to open loop."""
 
-import asyncio
 import math
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 
 from aiko.control import PRESETS, references
 from aiko.control.steering import SteeringConfig
+from aiko.drivers.virtual_time import run_virtual
 from tests.conftest import trial_with_emulator
 
 
@@ -17,9 +17,13 @@ def test_a_steered_trial_sends_the_offset_and_logs_why(tmp_path):
     # link 6 travels along +y at 1 m/s (heading +90 deg) and the target is 0
     # deg: the snake must turn clockwise, a positive offset (HeadingHold.sign);
     # the sender stops after 2.5 s of frames: hold 1 s, then open loop
+    # (in virtual time exactly: the last frame is received at 2.50 s, the first
+    # period that finds it older than stale_after is 0.31 s after it, the hold
+    # lasts 1 s from there: 11 periods held, ages 0.31 to 1.31 s)
     cfg = SteeringConfig(heading=0.0, window=1.0, hold=1.0, stale_after=0.25)
-    result, data, _, _ = asyncio.run(trial_with_emulator(
-        tmp_path / "t.mcap", 5.0, nodes=3, mocap=True, steering=cfg, mocap_stop_after=250))
+    result, data, _, _ = run_virtual(trial_with_emulator(
+        tmp_path / "t.mcap", 5.0, nodes=3, mocap=True, steering=cfg, mocap_stop_after=250,
+        virtual=True))
     assert result.reason == "completed", result.fault
     rec = [d for _, d in data.records["/steering"]]
     refs = [d for _, d in data.records["/references"] if d["phase"] == "gait"]
@@ -32,7 +36,7 @@ def test_a_steered_trial_sends_the_offset_and_logs_why(tmp_path):
     hold = [i for i, m in enumerate(modes) if m == "hold"]
     opened = [i for i, m in enumerate(modes) if m == "open"]
     assert set(modes[first_closed:hold[0]]) == {"closed"}
-    assert 9 <= len(hold) <= 11 and opened[0] == hold[-1] + 1 and opened[-1] == len(rec) - 1
+    assert len(hold) == 11 and opened[0] == hold[-1] + 1 and opened[-1] == len(rec) - 1
     for d in rec[first_closed:hold[0]]:
         assert d["heading"] == pytest.approx(math.pi / 2, abs=0.02) and d["target"] == 0.0
         assert d["tracked"] == "link6" and d["age"] < 0.25
