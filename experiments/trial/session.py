@@ -8,7 +8,14 @@ code paths as the robot (python-can's slcan over TCP, the Tracker UDP stream);
 with the parallel model on it starts the model process. One
 :class:`~aiko.experiments.trial.processes.ChildProcesses` owns both and ends them on
 every way out. The kernels are compiled (first run only) before anything
-starts, never during a trial.
+starts, never during a trial. With ``time="virtual"`` (run on a
+:class:`~aiko.drivers.virtual_time.VirtualTimeLoop`) the simulated Aiko and
+the model run on the trial's own loop instead, in lockstep on one virtual
+clock, and no child process starts.
+
+Every record of the session (the preflight, the processes, the trial's, the
+comparison, the outcome) goes through one fan-out to its listeners: the trial
+log, telemetry, the live views and the caller's (``listeners``).
 
 ``report`` (a :class:`SessionReport`) is filled as the session goes, so that
 the caller still has the comparison and the log's path when the session ends
