@@ -26,14 +26,12 @@ def out_folder(command: str, path: Path) -> Path:
     """``--out DIR`` of a command that writes a folder: made, with its parents,
     if it does not exist; a file in its place or a folder that cannot be made
     is a one-line error (``ArgError``)."""
-    if path.exists() and not path.is_dir():
-        raise ArgError(f"aiko {command}: --out {path}: not a folder")
+    from aiko.experiments.files.folders import FolderError, make_folder
+
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ArgError(f"aiko {command}: --out {path}: cannot make the folder "
-                       f"({exc.strerror})") from None
-    return path
+        return make_folder(path)
+    except FolderError as exc:
+        raise ArgError(f"aiko {command}: --out {path}: {exc.reason}") from None
 
 
 def trial_files(command: str, paths: list[Path]) -> list[Path]:

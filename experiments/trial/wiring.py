@@ -25,6 +25,7 @@ from aiko.control.supervisor import FaultPolicy
 from aiko.drivers.can_bus import check_interface
 from aiko.drivers.telemetry import MqttConfig
 from aiko.experiments.files.campaign_plan import Entry, Plan, PlanError
+from aiko.experiments.files.folders import FolderError, make_folder
 from aiko.experiments.files.path_file import load_path_toml
 from aiko.experiments.files.rig_file import RIG_FILE_NAME, mqtt_password, trial_stem
 from aiko.experiments.files.scene_file import load_scene
@@ -177,13 +178,10 @@ def default_out(rig: RigSettings, gait_name: str) -> Path:
     folder made if need be), never an existing file."""
     folder = Path(rig.trials_folder) if rig.trials_folder else Path(".")
     if rig.trials_folder:
-        if folder.exists() and not folder.is_dir():
-            raise SettingsError(f"trials folder {folder}: not a folder", "trials_folder")
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SettingsError(f"trials folder {folder}: cannot make the folder "
-                                f"({exc.strerror})", "trials_folder") from None
+            make_folder(folder)
+        except FolderError as exc:
+            raise SettingsError(f"trials folder {exc}", "trials_folder") from None
     return free_log_path(trial_stem(rig.trials_name, gait_name), folder)
 
 
