@@ -4,14 +4,13 @@ number parsers, and the progress and status lines (stderr, terminals only)."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["ArgError", "Parser", "trial_files", "out_folder", "OUT_FOLDER_HELP", "number", "positive", "nonneg", "links", "slope",
-           "node_count", "port", "Progress", "StatusLine"]
+__all__ = ["ArgError", "Parser", "trial_files", "out_folder", "OUT_FOLDER_HELP", "number", "positive", "nonneg", "slope",
+           "port", "argparse_type", "Progress", "StatusLine"]
 
 
 class ArgError(Exception):
@@ -56,20 +55,26 @@ class Parser(argparse.ArgumentParser):
         raise ArgError(f"{self.prog}: {message}")
 
 
-def number(kind: str, cast=float, ok=lambda v: True, expect: str = "", finite: bool = True):
-    """An argparse type: parse with ``cast``, check with ``ok``, one-line errors;
-    ``finite=False`` lets a float be inf (``ok`` still sees it)."""
-    noun = "an integer" if cast is int else "a number"
-
+def argparse_type(check, name: str | None = None):
+    """A parser of text that raises ValueError with a one-line message, as an
+    argparse type (its message is the usage error)."""
     def parse(text: str):
         try:
-            v = cast(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{kind} must be {noun}, got {text!r}") from None
-        if (cast is float and finite and not math.isfinite(v)) or not ok(v):
-            raise argparse.ArgumentTypeError(f"{kind} must {expect}, got {text}")
-        return v
+            return check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    if name is not None:
+        parse.__name__ = name
     return parse
+
+
+def number(kind: str, cast=float, ok=lambda v: True, expect: str = "", finite: bool = True):
+    """An argparse type: parse with ``cast``, check with ``ok``, one-line errors;
+    ``finite=False`` lets a float be inf (``ok`` still sees it); the check is
+    the settings table's (:func:`aiko.experiments.trial.options.checked_number`)."""
+    from aiko.experiments.trial.options import checked_number
+
+    return argparse_type(checked_number(kind, cast, ok, expect, finite))
 
 
 def positive(kind: str):
@@ -80,9 +85,7 @@ def nonneg(kind: str):
     return number(kind, float, lambda v: v >= 0, "be a number >= 0")
 
 
-links = number("links", int, lambda v: v >= 1, "be >= 1")
 slope = number("slope", float, lambda v: abs(v) < 90, "lie in (-90, 90) degrees")
-node_count = number("nodes", int, lambda v: 1 <= v <= 63, "lie in 1..63")
 port = number("port", int, lambda v: 0 <= v <= 65535, "lie in 0..65535")
 
 

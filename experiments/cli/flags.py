@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from aiko.experiments.cli.args import argparse_type
 from aiko.experiments.trial.settings import OPTION, Option, options_of
 
 __all__ = ["add_flags", "add_named_flags", "given_flags", "add_rig_file_flag", "GROUP_TITLES"]
@@ -35,13 +36,7 @@ GROUP_TITLES = {
 
 def _argparse_type(opt: Option):
     """The option's parser as an argparse type: its message on a bad value."""
-    def parse(text: str) -> Any:
-        try:
-            return opt.parse_text(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.__name__ = opt.name
-    return parse
+    return argparse_type(opt.parse_text, opt.name)
 
 
 def add_rig_file_flag(parser, *, what: str = "the trial runs on the robot unless "
