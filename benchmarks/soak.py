@@ -4,10 +4,16 @@
     python benchmarks/soak.py --minutes 1 --figure soak.png
     python benchmarks/soak.py --minutes 1 --every 5 --json soak.json   # as CI runs it
     python benchmarks/soak.py --minutes 30 --quiet 0.5     # started after a quiet 10 s
+    python benchmarks/soak.py --minutes 1 --time virtual --every 5 --json soak.json  # as CI runs it
 
 Runs `aiko run GAIT --duration N*60` (realistic plant, the model in parallel)
 and samples every process of it (the runner, the simulated Aiko, the parallel
 model) every ``--every`` s from /proc: resident memory (RSS) and CPU seconds.
+With ``--time virtual`` the trial runs in virtual time in this process
+(:func:`aiko.experiments.testing.run_virtual_trial`: the simulated Aiko, the
+model and the runner are one process) and the process's memory is sampled
+every ``--every`` s of trial time, by a listener on the trial's records: the
+same samples on any machine, loaded or idle.
 Then it checks the log (every period's REFs and SYNC, motion capture at 20 Hz
 to the end) and runs `aiko info`, `aiko replay` and `aiko export --format blf`
 on it, each with its wall time and peak memory (VmHWM, sampled every 0.1 s).
@@ -69,6 +75,49 @@ def run_trial(gait: str, minutes: float, out: Path,
             next_sample += every
         time.sleep(0.2)
     return (rows, proc.stdout.read() if proc.stdout else "", proc.returncode,
+            steal_percent(steal0, cpu_times()))
+
+
+class MemorySampler:
+    """A listener of the trial's records that reads this process's RSS and
+    CPU seconds each time the trial clock passes another ``every`` s."""
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.rows: list[dict] = []
+        self._next = 0.0
+
+    async def start(self) -> None:
+        """Nothing to open."""
+
+    async def stop(self) -> None:
+        """Nothing to close."""
+
+    def on_record(self, record) -> None:
+        if record.t >= self._next:
+            self._next = (int(record.t / self.every) + 1) * self.every
+            rss = _status_kb(os.getpid(), "VmRSS")
+            if rss is not None:
+                self.rows.append({"t": record.t, "role": "runner", "pid": os.getpid(),
+                                  "rss_mb": rss / 1024, "cpu_s": time.process_time()})
+
+
+def run_virtual(gait: str, minutes: float, out: Path,
+                every: float) -> tuple[list[dict], str, int, float | None]:
+    """The trial in virtual time in this process, sampled on the trial clock;
+    rows, its summary as ``aiko run`` prints it, exit status (0 when it
+    completed) and the hypervisor's steal during it (%)."""
+    from aiko.experiments.testing import run_virtual_trial
+
+    sampler = MemorySampler(every)
+    steal0 = cpu_times()
+    t0 = time.monotonic()
+    trial = run_virtual_trial(gait, out, duration=60 * minutes, listeners=[sampler])
+    wall = time.monotonic() - t0
+    stream = trial.result.stream
+    text = (f"trial {trial.reason}: {gait}, {stream.periods} periods, {stream.late} late, "
+            f"{stream.missed} missed; {wall:.1f} s of wall time (virtual time)\n")
+    return (sampler.rows, text, 0 if trial.reason == "completed" else 1,
             steal_percent(steal0, cpu_times()))
 
 
@@ -157,6 +206,8 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--gait", default="sidewinding")
     ap.add_argument("--every", type=float, default=10.0, help="seconds between samples")
+    ap.add_argument("--time", choices=("real", "virtual"), default="real",
+                    help="the trial's time (virtual: in this process, sampled on its clock)")
     ap.add_argument("--figure", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep the log in this folder")
     ap.add_argument("--json", type=Path, default=None, help="write the report here")
@@ -170,7 +221,8 @@ def main() -> int:
             print(f"soak: {log} exists (a soak's log is never reused)", file=sys.stderr)
             return 2
         quiet(a.quiet)
-        rows, text, code, steal = run_trial(a.gait, a.minutes, log, a.every)
+        trial = run_virtual if a.time == "virtual" else run_trial
+        rows, text, code, steal = trial(a.gait, a.minutes, log, a.every)
         if a.keep is not None:   # the samples, for another look
             with (folder / "soak-samples.csv").open("w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=["t", "role", "pid", "rss_mb", "cpu_s"])
@@ -191,7 +243,7 @@ def main() -> int:
                                           str(folder / "export")))}
         size_mb = log.stat().st_size / 1e6
     print(f"machine: {describe()}")
-    print(f"{a.minutes:g} min of {a.gait}, log {size_mb:.1f} MB"
+    print(f"{a.minutes:g} min of {a.gait} in {a.time} time, log {size_mb:.1f} MB"
           + (f"; the hypervisor stole {steal:.1f} % of the processors' time during the trial"
              if steal is not None else ""))
     for line in summary:
@@ -208,7 +260,7 @@ def main() -> int:
         figure(rows, a.figure)
         print(f"figure: {a.figure}")
     if a.json is not None:
-        report = {"machine": describe(), "minutes": a.minutes, "gait": a.gait,
+        report = {"machine": describe(), "minutes": a.minutes, "gait": a.gait, "time": a.time,
                   "log_mb": size_mb, "steal_pct": steal, "summary": summary,
                   "trial": trial_counts(summary),
                   "log": counts, "tools": tools,
