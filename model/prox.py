@@ -78,8 +78,10 @@ def _prox_ellipse(zx, zy, a, b):
     """Nearest point of {x^2/a^2 + y^2/b^2 <= 1} to (zx, zy); a, b >= 0.
 
     Solved in coordinates scaled by max(a, b) so that no square underflows; an
-    axis below 1e-150 of the other is taken as zero (a segment), and an ellipse
-    smaller than 1e-290 as the origin (the answer is off by less than that).
+    axis below 1e-150 of the other or below 1e-290 is taken as zero (a
+    segment), and an ellipse smaller than 1e-290 as the origin (the answer is
+    off by less than that; a smaller axis would put the point's coordinate in
+    the subnormal numbers, whose few digits can leave it outside by 1e-9).
     """
     x, y, _ = _prox_ellipse_warm(zx, zy, a, b, 0.0)
     return x, y
@@ -101,9 +103,9 @@ def _prox_ellipse_warm(zx, zy, a, b, t):
     b1 = b / s
     x = zx / s
     y = zy / s
-    if a1 < 1e-150:  # degenerate: segment on the y axis
+    if a1 < 1e-150 or a <= 1e-290:  # degenerate: segment on the y axis
         return 0.0, s * min(b1, max(-b1, y)), t
-    if b1 < 1e-150:
+    if b1 < 1e-150 or b <= 1e-290:
         return s * min(a1, max(-a1, x)), 0.0, t
     if (x / a1) ** 2 + (y / b1) ** 2 <= 1.0:
         return zx, zy, t

@@ -45,6 +45,7 @@ def test_prox_normal_is_projection_on_R_plus(xs):
 
 @given(coord, coord, axis, axis)
 @example(1.0, 1.0721852027627741e-104, 23.5, 1.0721852027627741e-104)  # Newton to round-off
+@example(0.0, 192.0, 1.1415631065163943e-186, 2.2250738585e-313)  # a subnormal axis
 def test_prox_ellipse_membership_and_idempotence(zx, zy, a, b):
     p = prox_ellipse([zx, zy], a, b)
     assert in_ellipse(p, a, b)
