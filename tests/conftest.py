@@ -248,16 +248,14 @@ def robot_args(channel, nodes):
 
 @pytest.fixture(scope="module")
 def undulation(tmp_path_factory):
-    """lateral-undulation (40 degrees, curved start) on ten emulated modules,
-    default fault policy, ending straight."""
+    """lateral-undulation (40 degrees, curved start) on the realistic simulated
+    Aiko's ten modules in virtual time, default fault policy, ending straight
+    (the start-up against `aiko emulate` over slcan in real time:
+    tests/experiments/trial/test_trial.py)."""
     out = tmp_path_factory.mktemp("undulation") / "trial.mcap"
-    emu, channel = start_emulator("--nodes", "10")
-    try:
-        run = aiko("run", "lateral-undulation", *robot_args(channel, 10), "--duration", "3",
+    run = aiko_run("lateral-undulation", "--time", "virtual", "--no-model", "--duration", "3",
                    "--end", "straight", "--out", str(out))
-    finally:
-        code, emu_out, _ = stop(emu)
-    return run, read_trial(out), emu_out
+    return run, read_trial(out)
 
 
 @pytest.fixture(scope="module")

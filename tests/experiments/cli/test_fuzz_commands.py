@@ -18,7 +18,6 @@ tests/experiments/files/test_fuzz_files.py.
 from __future__ import annotations
 
 import _thread
-import asyncio
 import os
 import threading
 from collections import Counter
@@ -29,6 +28,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
+from aiko.drivers.virtual_time import run_virtual
 from aiko.experiments.cli import main
 from tests.conftest import trial_with_emulator
 from tests.fuzzing import (
@@ -133,12 +133,14 @@ def test_aiko_simulate_takes_mutated_scenes(tmp_path_factory, capsys, data):
 # ---------------------------------------------------------------- trial logs
 @pytest.fixture(scope="module")
 def small_trial(tmp_path_factory) -> tuple[bytes, bytes]:
-    """Two real logs of 1.5 s trials (3 emulated modules, motion capture):
-    the one to mutate and one to splice in."""
+    """Two real logs of trials (3 emulated modules, motion capture, in virtual
+    time; 1.5 s and 1.0 s, as two equal ones would be the same bytes): the
+    one to mutate and one to splice in."""
     logs = []
-    for name in ("base", "other"):
+    for name, duration in (("base", 1.5), ("other", 1.0)):
         path = tmp_path_factory.mktemp("logs") / f"{name}.mcap"
-        result, *_ = asyncio.run(trial_with_emulator(path, 1.5, nodes=3, mocap=True))
+        result, *_ = run_virtual(trial_with_emulator(path, duration, nodes=3, mocap=True,
+                                                     virtual=True))
         assert result.reason == "completed"
         logs.append(path.read_bytes())
     return logs[0], logs[1]

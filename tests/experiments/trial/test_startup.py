@@ -1,6 +1,7 @@
-"""Start-up and wind-down of `aiko run` against `aiko emulate` over slcan: the
-phases, the ramp to a curved start, the wind-down to straight, Ctrl-C in the
-ramp, the preflight and --force, and set-up errors that leave nothing behind."""
+"""Start-up and wind-down of `aiko run`: the phases, the ramp to a curved
+start and the wind-down to straight (on the simulated rig in virtual time);
+Ctrl-C in the ramp, the preflight and --force against `aiko emulate` over
+slcan; set-up errors that leave nothing behind."""
 
 import os
 import signal
@@ -14,7 +15,7 @@ from aiko.control import PRESETS, references
 from aiko.control.ramp import RAMP_TOLERANCE
 from aiko.experiments.files.triallog import read_trial
 from aiko.experiments.trial.settings import build_settings
-from aiko.firmware_interface.protocol import EmcyCode, Status
+from aiko.firmware_interface.protocol import EmcyCode, NodeState, Status
 from tests.conftest import aiko, robot_args, spawn, start_emulator, stop
 
 SATURATED = int(Status.H_SATURATED | Status.V_SATURATED)
@@ -47,8 +48,14 @@ def states_by_phase(data):
     return out
 
 
+def last_heartbeats(data):
+    """{node: the NMT state of its last heartbeat in the log}."""
+    return {r["id"] - 0x700: int(r["data"][:2], 16) for _, r in data.records["/can/rx"]
+            if 0x701 <= r["id"] <= 0x77F}
+
+
 def test_lateral_undulation_ramps_to_its_curved_start_and_runs_to_the_end(undulation):
-    run, data, emu_out = undulation
+    run, data = undulation
     assert run.returncode == 0, run.stderr
     assert "trial completed" in run.stdout and "ramp to the start posture: 1.8 s" in run.stdout
     assert phases(data) == ["bring-up", "ramp", "gait", "wind-down"]
@@ -82,7 +89,7 @@ def test_lateral_undulation_ramps_to_its_curved_start_and_runs_to_the_end(undula
 
 
 def test_wind_down_straight_brings_every_joint_to_zero_before_the_safe_state(undulation):
-    run, data, emu_out = undulation
+    run, data = undulation
     assert "ramp back to straight" in run.stdout
     (t_stop, _), = data.events("safe_stop")
     (t_wind, _), = [(t, e) for t, e in data.events("phase") if e["data"]["phase"] == "wind-down"]
@@ -95,7 +102,10 @@ def test_wind_down_straight_brings_every_joint_to_zero_before_the_safe_state(und
     assert sorted(last) == list(range(1, 11))
     assert np.abs(np.array(list(last.values()))).max() <= RAMP_TOLERANCE
     assert all(s["status"] & SATURATED == 0 for _, s in states_by_phase(data)["wind-down"])
-    assert "node 10: pre_operational, NMT obeyed: 0x01, 0x80" in emu_out
+    # the safe state: every module confirmed back in pre-operational
+    (_, safe), = data.events("safe_state")
+    assert safe["data"]["confirmed"] == list(range(1, 11))
+    assert last_heartbeats(data) == {n: int(NodeState.PRE_OPERATIONAL) for n in range(1, 11)}
 
 
 def wait_for_phase(path, phase, timeout=30.0):
@@ -143,13 +153,9 @@ def test_preflight_refuses_a_wide_gait_and_force_streams_it_clamped(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "preflight refuses wide" in r.stderr and "joints 1 H, 2 H, 3 H" in r.stderr
     assert not list(tmp_path.glob("*.mcap"))
-    emu, channel = start_emulator()
-    out = tmp_path / "forced.mcap"
-    try:
-        r = aiko("run", str(gait), *robot_args(channel, 3), "--duration", "2", "--force",
-                 "--out", str(out))
-    finally:
-        stop(emu)
+    out = tmp_path / "forced.mcap"   # forced, on the simulated rig in virtual time
+    r = aiko("run", str(gait), "--time", "virtual", "--no-model", "--plant", "ideal",
+             "--duration", "2", "--force", "--out", str(out))
     assert r.returncode == 0, r.stderr
     data = read_trial(out)
     (_, pre), = data.events("preflight")
