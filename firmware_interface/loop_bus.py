@@ -9,6 +9,11 @@ python-can's :class:`can.Notifier` given the loop) watches it with
 ``add_reader`` and the whole path runs on the loop. Every end of a channel
 receives what the others send (not its own frames), in order, as on a bus.
 
+Registered with python-can as the interface ``aiko-loop`` (an entry point of
+the package): ``can.Bus(interface="aiko-loop", channel="rig")``, or
+``--can-interface aiko-loop`` where both ends live in one process, as in
+tests in virtual time.
+
 Linux only (eventfd), like the simulated rig's other parts.
 """
 
@@ -27,8 +32,8 @@ __all__ = ["LoopBus"]
 
 
 class LoopBus(can.BusABC):
-    """One end of the in-process channel ``channel``:
-    ``can.Bus(interface=...)`` is not needed, construct it directly."""
+    """One end of the in-process channel ``channel`` (python-can's interface
+    ``aiko-loop``, or constructed directly)."""
 
     _channels: ClassVar[dict[str, list[LoopBus]]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()

@@ -1,6 +1,7 @@
-"""aiko doctor's checks in-process: emulated joint modules on python-can's
-virtual bus (the firmware emulator is the test double), motion capture from a
-UDP sender on loopback, the disk and the report. The command against
+"""aiko doctor's checks in-process: emulated joint modules on the loop bus
+(python-can's interface ``aiko-loop``) in virtual time (the firmware emulator
+is the test double), motion capture from a UDP sender on loopback, the
+broker, the disk and the report. The command against
 `aiko emulate` over slcan is tested in tests/experiments/cli/test_doctor_command.py."""
 
 import asyncio
@@ -13,6 +14,7 @@ import pytest
 from aiko.drivers.clock import TrialClock
 from aiko.drivers.mocap import ViconUdpSender
 from aiko.drivers.telemetry import MqttConfig
+from aiko.drivers.virtual_time import LoopClock, run_virtual
 from aiko.experiments.trial.doctor import DoctorConfig, Status, check_rig
 from aiko.experiments.trial.doctor.bus import SYNC_ROUNDS, check_bus
 from aiko.experiments.trial.doctor.host import LOG_BYTES_PER_S, check_disk
@@ -27,13 +29,13 @@ def _rows(checks):
     return {c.part: c for c in checks}
 
 
-async def _with_modules(modules, body, *, before=None, clock=None):
-    """Run ``body(channel)`` with ``modules`` served on a fresh virtual bus;
-    ``before(bus)`` runs once they are up (e.g. to put one in another state)."""
+async def _with_modules(modules, body, *, before=None):
+    """Run ``body(channel)`` with ``modules`` served on a fresh loop bus, in
+    virtual time (run it with ``run_virtual``); ``before(bus)`` runs once they
+    are up (e.g. to put one in another state)."""
     channel = f"doctor-{uuid.uuid4()}"
-    clock = clock or TrialClock()
-    node_bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
-    joints = EmulatedJoints(node_bus, modules, clock=clock.now)
+    node_bus = can.Bus(interface="aiko-loop", channel=channel)
+    joints = EmulatedJoints(node_bus, modules, clock=LoopClock().now)
     try:
         async with asyncio.TaskGroup() as tg:
             served = tg.create_task(joints.run(), name="emulator")
@@ -49,7 +51,7 @@ async def _with_modules(modules, body, *, before=None, clock=None):
 
 
 async def _send(channel, *frames):
-    bus = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+    bus = can.Bus(interface="aiko-loop", channel=channel)
     try:
         for f in frames:
             ident, data = encode(f)
@@ -60,7 +62,8 @@ async def _send(channel, *frames):
 
 
 def _bus_cfg(channel, nodes=3):
-    return DoctorConfig(can_interface="virtual", can_channel=channel, nodes=nodes, kernels=False)
+    return DoctorConfig(can_interface="aiko-loop", can_channel=channel, nodes=nodes,
+                        kernels=False)
 
 
 def test_modules_answer_sync_and_are_put_back_where_they_were_nothing_moves():
@@ -69,9 +72,9 @@ def test_modules_answer_sync_and_are_put_back_where_they_were_nothing_moves():
         m.set_angles(ah, av)
 
     async def body(channel):
-        return await check_bus(_bus_cfg(channel), TrialClock())
+        return await check_bus(_bus_cfg(channel), LoopClock())
 
-    rows = _rows(asyncio.run(_with_modules(
+    rows = _rows(run_virtual(_with_modules(
         modules, body, before=lambda ch: _send(ch, Nmt(NmtCommand.STOP, 2)))))
     assert rows["CAN adapter"].status == Status.OK
     for n in (1, 2, 3):
@@ -93,7 +96,7 @@ def test_cancelled_check_still_puts_every_started_module_back():
     modules = [JointModule(i) for i in (1, 2, 3)]
 
     async def body(channel):
-        task = asyncio.create_task(check_bus(_bus_cfg(channel), TrialClock()))
+        task = asyncio.create_task(check_bus(_bus_cfg(channel), LoopClock()))
         while not all(NmtCommand.START in m.nmt_obeyed for m in modules):
             await asyncio.sleep(0.002)
         task.cancel()   # in the middle of the SYNC rounds
@@ -101,7 +104,7 @@ def test_cancelled_check_still_puts_every_started_module_back():
             await task
         await asyncio.sleep(0.25)
 
-    asyncio.run(_with_modules(modules, body))
+    run_virtual(_with_modules(modules, body))
     assert [m.state for m in modules] == [NodeState.PRE_OPERATIONAL] * 3
     assert all(m.nmt_obeyed[-1] == NmtCommand.ENTER_PRE_OPERATIONAL for m in modules)
 
@@ -110,9 +113,9 @@ def test_an_operational_module_gets_no_sync_and_the_rows_say_why():
     modules = [JointModule(i) for i in (1, 2, 3)]
 
     async def body(channel):
-        return await check_bus(_bus_cfg(channel), TrialClock())
+        return await check_bus(_bus_cfg(channel), LoopClock())
 
-    rows = _rows(asyncio.run(_with_modules(
+    rows = _rows(run_virtual(_with_modules(
         modules, body, before=lambda ch: _send(ch, Nmt(NmtCommand.START, 3)))))
     assert rows["joint 3"].status == Status.WARN
     assert "operational" in rows["joint 3"].seen and "node 3 operational" in rows["joint 1"].seen
@@ -124,7 +127,7 @@ def test_another_controller_on_the_bus_is_left_alone():
     modules = [JointModule(i) for i in (1, 2)]
 
     async def body(channel):
-        other = can.Bus(interface="virtual", channel=channel, ignore_config=True)
+        other = can.Bus(interface="aiko-loop", channel=channel)
 
         async def sync_forever():
             k = 0
@@ -136,12 +139,12 @@ def test_another_controller_on_the_bus_is_left_alone():
 
         syncing = asyncio.create_task(sync_forever())
         try:
-            return await check_bus(_bus_cfg(channel, nodes=2), TrialClock())
+            return await check_bus(_bus_cfg(channel, nodes=2), LoopClock())
         finally:
             syncing.cancel()
             other.shutdown()
 
-    rows = _rows(asyncio.run(_with_modules(modules, body)))
+    rows = _rows(run_virtual(_with_modules(modules, body)))
     assert rows["joint 1"].status == Status.WARN
     assert "another controller" in rows["joint 1"].seen
     assert all(not m.nmt_obeyed for m in modules)
@@ -155,9 +158,9 @@ def test_silent_module_emcy_and_unlisted_node():
                JointModule(3, faults=FaultConfig(encoder_fault_at=0.3)), JointModule(4)]
 
     async def body(channel):
-        return await check_bus(_bus_cfg(channel, nodes=3), TrialClock())
+        return await check_bus(_bus_cfg(channel, nodes=3), LoopClock())
 
-    rows = _rows(asyncio.run(_with_modules(modules, body, clock=TrialClock())))
+    rows = _rows(run_virtual(_with_modules(modules, body)))
     assert rows["joint 1"].status == Status.OK
     assert rows["joint 2"].status == Status.FAIL and "no heartbeat" in rows["joint 2"].seen
     assert "module 2" in rows["joint 2"].hint
