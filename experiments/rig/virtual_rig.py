@@ -64,6 +64,13 @@ class VirtualRig:
         self.aiko.advance(now)
         self.view.record(self.aiko.t, self.aiko.positions(), self.aiko.rotations())
 
+    async def ready(self) -> None:
+        """Return once the first motion-capture frame is out: as the real-time
+        rig, which powers its modules up and streams before a trial connects,
+        so that a trial's first motion-capture sample finds a frame."""
+        while self.sender.sent == 0:
+            await asyncio.sleep(0.5 / self.sender.rate)
+
     async def run(self) -> None:
         """Serve until cancelled; the bus is shut down at the end."""
         load_database()

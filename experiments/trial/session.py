@@ -237,6 +237,7 @@ async def _virtual_session(config: SessionConfig, gait: Gait, report: SessionRep
         async with asyncio.TaskGroup() as tg:
             serving = tg.create_task(rig.run(), name="simulated-aiko")
             try:
+                await rig.ready()
                 return await _run_logged_trial(config, tc_run, gait, report, clock, can_io,
                                                params, mocap=mocap, model=model, children=[],
                                                views=[], listeners=listeners, status=status)

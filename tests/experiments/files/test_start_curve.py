@@ -130,7 +130,8 @@ def test_the_simulated_aiko_starts_along_the_curve(tmp_path):
     out = tmp_path / "t.mcap"
     r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
                         "--duration", "1", "--plant", "ideal", "--no-model", "--start-curve",
-                        str(f), "--out", str(out)], capture_output=True, text=True, timeout=300)
+                        str(f), "--time", "virtual", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     data = read_trial(out)
     chord = 2 * math.asin(0.061 / 0.6)

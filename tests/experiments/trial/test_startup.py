@@ -200,7 +200,7 @@ def test_set_up_errors_are_one_line_exit_2_and_leave_nothing(tmp_path, case):
     extra, needle = {
         "unknown-interface": (["--rig", "robot", "--can-interface", "nonsense",
                                "--can-channel", "x"],
-                              "unknown interface; python-can's interfaces: canalystii"),
+                              "unknown interface; python-can's interfaces: aiko-loop, canalystii"),
         "refused-adapter": (can, f"CAN slcan socket://127.0.0.1:{port}"),
         "missing-sdk": (can + ["--mocap", "vicon-datastream:127.0.0.1"], "Vicon"),
         "no-such-folder": (can + ["--out", "nowhere/t.mcap"], "no such folder nowhere"),
