@@ -1486,10 +1486,36 @@ def _finite(a):
     return True
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _play_references(ang, motors, play, out):
+    """The PD law's references (nJ, 4) through free play: each link pulled to
+    the edge of the play around its motor, at the motor's speed, where it is
+    outside the play; inside it, or behind a motor that is not driven, the
+    link's own angle and rate (no torque). ang (nJ, 4) the joint angles and
+    rates (65)-(67) now; motors (nJ, 4) [theta_h, theta_v, speed_h,
+    speed_v]; play (nJ, 4) [half the play h, v (rad), driven h, v (1 or 0)]."""
+    for i in range(ang.shape[0]):
+        for k in range(2):
+            a = ang[i, k]
+            lo = motors[i, k] - play[i, k]
+            hi = motors[i, k] + play[i, k]
+            if play[i, 2 + k] > 0.5 and (a < lo or a > hi):
+                out[i, k] = lo if a < lo else hi
+                out[i, 2 + k] = motors[i, 2 + k]
+            else:
+                out[i, k] = a
+                out[i, 2 + k] = ang[i, 2 + k]
+
+
 @njit(cache=True, error_model="numpy")
-def _advance(q, u, P, active, dP, refs, par, sol, pegs, steps, n_steps, stats, work):
+def _advance(q, u, P, active, dP, refs, motors, play, par, sol, pegs, steps, n_steps, stats,
+             work):
     """Run n_steps steps. refs (k, nJ, 4): k == 1 holds one set of references,
-    k == n_steps gives one per step. pegs (np, 4) and steps (ns, 4): the
+    k == n_steps gives one per step. Or, with motors (n_steps, nJ, 4) (an
+    empty first axis: refs are used), the references of each step through
+    the free play ``play`` (nJ, 4) from the joint angles at its start
+    (:func:`_play_references`): the simulated robot's drives, whose play is
+    taken up or left at every step, not once per call. pegs (np, 4) and steps (ns, 4): the
     scene (:meth:`aiko.model.scene.Scene.peg_array`, ``step_array``; sorted
     by x); P (nc, 5) and active (nc,) hold nc = 2n + n np + 2n ns contact
     slots (:func:`_obstacle_contacts`), dP (2n, 5) the ground contacts' last
@@ -1501,7 +1527,7 @@ def _advance(q, u, P, active, dP, refs, par, sol, pegs, steps, n_steps, stats, w
     The step and its parts are inlined (see _sor_solve)."""
     if not (_finite(q) and _finite(u) and _finite(P) and _finite(dP)):
         return BAD_STATE
-    if not _finite(refs):
+    if not (_finite(refs) and _finite(motors) and _finite(play)):
         return BAD_REFS
     n = q.shape[0]
     nr = NR
@@ -1530,8 +1556,17 @@ def _advance(q, u, P, active, dP, refs, par, sol, pegs, steps, n_steps, stats, w
         rmax = max(rmax, pegs[k, 2])
     scene = (pegs, steps, rmax)
     hold = refs.shape[0] == 1
+    through_play = motors.shape[0] > 0
+    ang = np.empty((nj, 4))
+    r_play = np.empty((nj, 4))
     for s in range(n_steps):
-        r = refs[0] if hold else refs[s]
+        if through_play:
+            _all_rotations(q, Rs)
+            joint_angles(Rs, u, ang)
+            _play_references(ang, motors[s], play, r_play)
+            r = r_play
+        else:
+            r = refs[0] if hold else refs[s]
         it, ok, w = _step(q, u, P, active, dP, r, par, sol, scene, Rs, WJ, Ld, Ls, Wc, tmp_q,
                           ufree, jwork, ws)
         work[s] = w

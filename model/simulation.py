@@ -282,12 +282,16 @@ class SnakeModel:
         new.validate(self.n, m, values=False)
         return new
 
-    def _run(self, state: SnakeState, n_steps: int, refs: np.ndarray) -> tuple[SnakeState, StepStats]:
+    def _run(self, state: SnakeState, n_steps: int, refs: np.ndarray,
+             motors: np.ndarray | None = None,
+             play: np.ndarray | None = None) -> tuple[SnakeState, StepStats]:
         new = self._with_slots(state)
         stats = np.zeros(3, dtype=np.int64)
         work = np.zeros(n_steps)
-        done = K._advance(new.q, new.u, new.P, new.active, new.dP, refs, self._par, self._sol,
-                          self._pegs, self._steps, n_steps, stats, work)
+        if motors is None or play is None:
+            motors, play = self._no_motors, self._no_play
+        done = K._advance(new.q, new.u, new.P, new.active, new.dP, refs, motors, play,
+                          self._par, self._sol, self._pegs, self._steps, n_steps, stats, work)
         if done == K.BAD_STATE:
             new.validate(self.n, self.obstacle_slots)  # names the array
             raise StateError("state", "contains non-finite values")
@@ -324,6 +328,41 @@ class SnakeModel:
         """Take one step per row of ``refs_per_step`` (steps, n-1, 4)."""
         r = self._refs(refs_per_step, None)
         return self._run(state, r.shape[0], r)
+
+    def run_steps_through_play(self, state: SnakeState, motors, half, driven
+                               ) -> tuple[SnakeState, StepStats]:
+        """Take one step per row of ``motors`` (steps, n-1, 4) ``[theta_h,
+        theta_v, speed_h, speed_v]``: motor angles (rad) and speeds (rad/s)
+        behind free play of ``half`` (n-1, 2) rad either side. At each step's
+        start the PD law (68)-(69) pulls a link that is outside the play to
+        its edge at the motor's speed, and exerts nothing on a link inside
+        it or behind a motor that ``driven`` (n-1, 2) says is not driven
+        (the paper's error sources VIII-F 1 and 2). The play is taken up or
+        left at every step, whatever the number of steps a call takes."""
+        nj = max(self.n - 1, 0)
+        m = np.ascontiguousarray(motors, dtype=float)
+        if m.ndim != 3 or m.shape[1:] != (nj, 4) or m.shape[0] < 1:
+            raise JointReferenceError(f"expected motors of shape (steps, {nj}, 4), "
+                                      f"got {np.shape(motors)}")
+        h = np.asarray(half, dtype=float)
+        d = np.asarray(driven, dtype=bool)
+        if h.shape != (nj, 2) or d.shape != (nj, 2) or not np.all(h >= 0):
+            raise JointReferenceError(f"expected half the play (>= 0) and driven of shape "
+                                      f"({nj}, 2), got {h.shape} and {d.shape}")
+        play = np.concatenate([h, d.astype(float)], axis=1)
+        return self._run(state, m.shape[0], self._no_refs, m, play)
+
+    @cached_property
+    def _no_motors(self) -> np.ndarray:
+        return np.zeros((0, max(self.n - 1, 0), 4))
+
+    @cached_property
+    def _no_play(self) -> np.ndarray:
+        return np.zeros((max(self.n - 1, 0), 4))
+
+    @cached_property
+    def _no_refs(self) -> np.ndarray:
+        return np.zeros((1, max(self.n - 1, 0), 4))
 
     # ----------------------------------------------------------------- readout
     def joint_angles(self, state: SnakeState) -> np.ndarray:

@@ -31,7 +31,7 @@ import numpy as np
 
 from aiko.control.gait import JOINT_LIMIT
 from aiko.experiments.rig.plant_params import PlantParams
-from aiko.experiments.rig.references import pd_references, recorded_references
+from aiko.experiments.rig.references import pd_references, recorded_motors
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModelParams, JointModule
 from aiko.firmware_interface.protocol import NmtCommand
@@ -144,40 +144,54 @@ class SimulatedAiko:
     def _motor_speeds(self) -> np.ndarray:
         return np.array([mod.motor_speeds for mod in self.modules], dtype=float).reshape(-1, 2)
 
-    def step_references(self, m: int, total: int | None = None) -> np.ndarray:
-        """References (m, n-1, 4) for the PD law over the next m of ``total``
-        steps to the modules' present: the motor angle of each step's time from
-        the record (:meth:`note_motors`), or, without one, moving linearly from
-        where the physics last saw it to where it is now; the link is pulled to the
-        edge of the free play around it, or left alone inside the play or by a
-        limp motor."""
+    def step_motors(self, m: int, total: int | None = None) -> np.ndarray:
+        """The motors (m, n-1, 4) [angle h, v, speed h, v] over the next m of
+        ``total`` steps to the modules' present: each step's motor angle from
+        the record (:meth:`note_motors`), or, without one, moving linearly
+        from where the physics last saw it to where it is now."""
         total = m if total is None else total
-        driven = np.array([mod.motors_driven for mod in self.modules]).reshape(-1, 2)
         lo, hi = self._rec_lo, self._rec_hi
-        recorded = None if lo == hi else recorded_references(
-            self.state.t, self.model.dt, m, self._rec_t[lo:hi], self._rec_x[lo:hi],
-            self._theta, self._angles, self._half, driven)
+        recorded = None if lo == hi else recorded_motors(
+            self.state.t, self.model.dt, m, self._rec_t[lo:hi], self._rec_x[lo:hi], self._theta)
         if recorded is not None:
-            out, self._theta = recorded
-            return out
+            motors, self._theta = recorded
+            return motors
         theta_new = self._motor_angles()
         frac = (np.arange(1, m + 1) / total)[:, None, None]
         theta = self._theta[None] + (theta_new - self._theta)[None] * frac  # (m, n-1, 2)
-        speed = np.broadcast_to(self._motor_speeds()[None], theta.shape)
         self._theta = theta[-1]
-        return pd_references(theta, speed, self._angles, self._half, driven)
+        speed = np.broadcast_to(self._motor_speeds()[None], theta.shape)
+        return np.concatenate([theta, speed], axis=-1)
+
+    def _driven(self) -> np.ndarray:
+        return np.array([mod.motors_driven for mod in self.modules]).reshape(-1, 2)
+
+    def step_references(self, m: int, total: int | None = None) -> np.ndarray:
+        """References (m, n-1, 4) for the PD law over the next m of ``total``
+        steps (:meth:`step_motors`) with the links' angles of now held over
+        them: the link pulled to the edge of the free play around the motor,
+        or left alone inside the play or by a limp motor
+        (:func:`~aiko.experiments.rig.references.pd_references`). The physics
+        itself takes the play up at every step (:meth:`advance`)."""
+        motors = self.step_motors(m, total)
+        return pd_references(motors[..., :2], motors[..., 2:], self._angles, self._half,
+                             self._driven())
 
     def advance(self, t: float, max_steps: int | None = None) -> int:
         """Step the physics toward the time step nearest t, at most
-        ``max_steps`` steps; returns the steps taken."""
+        ``max_steps`` steps; returns the steps taken. Each step's drive takes
+        the free play up or leaves it from the links' angles at that step
+        (:meth:`~aiko.model.SnakeModel.run_steps_through_play`): the motion
+        does not depend on how many steps a call takes."""
         total = self.model.steps_until(self.state, t)
         m = total if max_steps is None else min(total, max_steps)
         if m <= 0:
             return 0
-        refs = self.step_references(m, total)
+        motors = self.step_motors(m, total)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # counted: self.unconverged
-            self.state, st = self.model.run_steps(self.state, refs)
+            self.state, st = self.model.run_steps_through_play(self.state, motors, self._half,
+                                                               self._driven())
         self.steps += st.steps
         self.iterations += st.iterations
         self.unconverged += st.unconverged

@@ -6,11 +6,16 @@ modules keep of their motors (:meth:`~aiko.experiments.rig.plant.SimulatedAiko.n
 the drive pulls the link to the edge of the free play around the motor, or
 leaves it alone inside the play or behind a limp motor.
 
-:func:`recorded_references` checks its input and calls a numba kernel (the
-physics computes one chunk of a few steps 250-500 times a second, where two
-dozen small numpy calls cost as much as the steps themselves);
-:func:`recorded_references_reference` is its readable numpy twin, which the
-tests compare it with. Pure: arrays in, arrays out.
+:func:`recorded_motors` gives each step's motor angle and speed (a numba
+kernel: the physics computes one chunk of a few steps 250-500 times a
+second, where two dozen small numpy calls cost as much as the steps
+themselves); the model takes the play up at every step from them
+(:meth:`aiko.model.SnakeModel.run_steps_through_play`). :func:`pd_references`
+is the play's readable numpy form, the references of one step from the
+links' angles at its start; :func:`recorded_references` (the two together,
+the links' angles held over the chunk) and its numpy twin
+:func:`recorded_references_reference` are what the tests compare. Pure:
+arrays in, arrays out.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from numba import njit
 
 from aiko.model.errors import ParameterError
 
-__all__ = ["recorded_references", "recorded_references_reference", "pd_references"]
+__all__ = ["recorded_motors", "recorded_references", "recorded_references_reference",
+           "pd_references"]
 
 _EPS_T = 1e-9
 """Times (s) closer than this are the same tick."""
@@ -66,39 +72,53 @@ def recorded_references_reference(t0: float, dt: float, m: int, rec_t: np.ndarra
     return pd_references(theta, th[i, ..., 1], link, half, driven), theta[-1]
 
 
-def recorded_references(t0: float, dt: float, m: int, rec_t: np.ndarray, rec_x: np.ndarray,
-                        theta0: np.ndarray, link: np.ndarray, half: np.ndarray,
-                        driven: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """References (m, j, 4) for the PD law at the m steps of ``dt`` s after
-    the plant's time ``t0`` (s) and the motors' angles (j, 2) at the last
-    step, or None where the record does not reach the last step (within half
-    a step).
+def recorded_motors(t0: float, dt: float, m: int, rec_t: np.ndarray, rec_x: np.ndarray,
+                    theta0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The motors (m, j, 4) ``[theta_h, theta_v, speed_h, speed_v]`` at the m
+    steps of ``dt`` s after the plant's time ``t0`` (s) and their angles
+    (j, 2) at the last step, or None where the record does not reach the
+    last step (within half a step).
 
     rec_t (k,): the record's times, ascending, s; rec_x (k, j, 2, 2): the
     motors' [angle, speed] at each; theta0 (j, 2): the motor angle the plant
-    used at t0; link (j, 4): the links' joint angles and rates now; half
-    (j, 2): half the free play, rad; driven (j, 2): whether each motor is
-    driven. Each step's motor angle is interpolated between the entries
+    used at t0. Each step's motor angle is interpolated between the entries
     around its time (from theta0 at t0), its speed the one recorded at the
-    end of that interval; see :func:`pd_references` for the drive."""
+    end of that interval."""
     if m < 1 or not dt > 0:
         raise ParameterError("steps", (m, dt), "need m >= 1 steps of a positive dt")
-    j = len(link)
-    if (rec_x.shape != (len(rec_t), j, 2, 2) or link.shape != (j, 4)
-            or theta0.shape != half.shape or theta0.shape != (j, 2) or driven.shape != (j, 2)):
+    j = len(theta0)
+    if rec_x.shape != (len(rec_t), j, 2, 2) or theta0.shape != (j, 2):
         raise ParameterError("record", rec_x.shape, f"does not fit {j} joints")
     out = np.empty((m, j, 4))
     theta_end = np.empty((j, 2))
-    found = _recorded_references(float(t0), float(dt), rec_t, rec_x, theta0, link, half,
-                                 driven.astype(np.bool_), out, theta_end)
+    found = _recorded_motors(float(t0), float(dt), rec_t, rec_x, theta0, out, theta_end)
     return (out, theta_end) if found else None
 
 
+def recorded_references(t0: float, dt: float, m: int, rec_t: np.ndarray, rec_x: np.ndarray,
+                        theta0: np.ndarray, link: np.ndarray, half: np.ndarray,
+                        driven: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """References (m, j, 4) for the PD law at the m steps (see
+    :func:`recorded_motors`) with the links' angles and rates ``link`` (j, 4)
+    held over them, and the motors' angles (j, 2) at the last step, or None
+    where the record does not reach it; half (j, 2): half the free play,
+    rad; driven (j, 2): whether each motor is driven. See
+    :func:`pd_references` for the drive."""
+    j = len(link)
+    if (link.shape != (j, 4) or theta0.shape != half.shape or theta0.shape != (j, 2)
+            or driven.shape != (j, 2)):
+        raise ParameterError("record", rec_x.shape, f"does not fit {j} joints")
+    found = recorded_motors(t0, dt, m, rec_t, rec_x, theta0)
+    if found is None:
+        return None
+    motors, theta_end = found
+    return pd_references(motors[..., :2], motors[..., 2:], link, half, driven), theta_end
+
+
 @njit(cache=True, error_model="numpy")
-def _recorded_references(t0, dt, rec_t, rec_x, theta0, link, half, driven, out,
-                         theta_end):  # pragma: no cover - compiled
-    """Kernel of :func:`recorded_references`; fills out (m, j, 4) and
-    theta_end (j, 2), returns whether the record reaches the last step."""
+def _recorded_motors(t0, dt, rec_t, rec_x, theta0, out, theta_end):  # pragma: no cover - compiled
+    """Kernel of :func:`recorded_motors`; fills out (m, j, 4) and theta_end
+    (j, 2), returns whether the record reaches the last step."""
     m, j = out.shape[0], out.shape[1]
     k = rec_t.shape[0]
     t_last = t0 + dt * m
@@ -130,13 +150,6 @@ def _recorded_references(t0, dt, rec_t, rec_x, theta0, link, half, driven, out,
                 lo = theta0[q, r] if i == 1 else rec_x[a, q, r, 0]
                 theta = lo + (rec_x[b, q, r, 0] - lo) * w
                 theta_end[q, r] = theta
-                angle = link[q, r]
-                rate = link[q, 2 + r]
-                ref = min(max(angle, theta - half[q, r]), theta + half[q, r])
-                if driven[q, r]:
-                    out[s, q, r] = ref
-                    out[s, q, 2 + r] = rec_x[b, q, r, 1] if ref != angle else rate
-                else:
-                    out[s, q, r] = angle
-                    out[s, q, 2 + r] = rate
+                out[s, q, r] = theta
+                out[s, q, 2 + r] = rec_x[b, q, r, 1]
     return True

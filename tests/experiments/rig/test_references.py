@@ -78,3 +78,75 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(ParameterError, match="does not fit 3 joints"):
         recorded_references(0.0, 0.0005, 2, rec_t, rec_x, np.zeros((3, 2)), np.zeros((3, 4)),
                             np.zeros((3, 2)), np.ones((3, 2), dtype=bool))
+
+
+# ------------------------------------------------ the free play at every step
+def _walking_motors(model, steps, seed):
+    """Motors (steps, n-1, 4) sweeping +-0.3 rad at 0.5-1.5 rad/s, from the
+    straight posture."""
+    rng = np.random.default_rng(seed)
+    nj = model.n - 1
+    t = model.dt * np.arange(1, steps + 1)[:, None]
+    w = rng.uniform(0.5, 1.5, size=(1, nj))
+    motors = np.zeros((steps, nj, 4))
+    motors[..., 0] = 0.3 * np.sin(w * t)
+    motors[..., 2] = 0.3 * w * np.cos(w * t)
+    return motors
+
+
+def test_the_models_free_play_is_the_numpy_drive_at_each_step():
+    """run_steps_through_play is pd_references from each step's joint angles,
+    one step at a time, to round-off."""
+    from aiko.experiments.rig.references import pd_references
+    from aiko.model import SnakeModel, SnakeParams
+
+    model = SnakeModel(SnakeParams(n=5))
+    motors = _walking_motors(model, 40, seed=3)
+    half = np.full((4, 2), np.radians(2.0))
+    driven = np.ones((4, 2), dtype=bool)
+    driven[2, 0] = False                           # one limp motor
+    state0 = model.initial_state()
+    got, _ = model.run_steps_through_play(state0, motors, half, driven)
+    state = state0
+    for s in range(len(motors)):
+        refs = pd_references(motors[s:s + 1, :, :2], motors[s:s + 1, :, 2:],
+                             model.joint_angles(state), half, driven)
+        state, _ = model.run_steps(state, refs)
+    np.testing.assert_allclose(got.q, state.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.u, state.u, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 8])
+def test_the_plants_motion_does_not_depend_on_the_steps_a_call_takes(chunk):
+    """The simulated Aiko's physics in chunks of any size (its real-time
+    process takes as many as it is behind) moves exactly as in one call."""
+    from aiko.model import SnakeModel, SnakeParams
+
+    model = SnakeModel(SnakeParams(n=5))
+    motors = _walking_motors(model, 24, seed=5)
+    half = np.full((4, 2), np.radians(2.0))
+    driven = np.ones((4, 2), dtype=bool)
+    whole, _ = model.run_steps_through_play(model.initial_state(), motors, half, driven)
+    state = model.initial_state()
+    for s in range(0, len(motors), chunk):
+        state, _ = model.run_steps_through_play(state, motors[s:s + chunk], half, driven)
+    np.testing.assert_array_equal(state.q, whole.q)
+    np.testing.assert_array_equal(state.u, whole.u)
+
+
+def test_motors_of_the_wrong_shape_or_a_negative_play_are_refused():
+    from aiko.model import JointReferenceError, SnakeModel, SnakeParams
+
+    model = SnakeModel(SnakeParams(n=3))
+    ok = np.zeros((2, 2, 4))
+    with pytest.raises(JointReferenceError, match="motors of shape"):
+        model.run_steps_through_play(model.initial_state(), np.zeros((2, 3, 4)),
+                                     np.zeros((2, 2)), np.ones((2, 2), bool))
+    with pytest.raises(JointReferenceError, match="half the play"):
+        model.run_steps_through_play(model.initial_state(), ok, -np.ones((2, 2)),
+                                     np.ones((2, 2), bool))
+    bad = ok.copy()
+    bad[1, 0, 2] = np.nan
+    with pytest.raises(JointReferenceError, match="non-finite"):
+        model.run_steps_through_play(model.initial_state(), bad, np.zeros((2, 2)),
+                                     np.ones((2, 2), bool))
