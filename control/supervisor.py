@@ -30,6 +30,8 @@ from aiko.firmware_interface.codec import (
 from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
 from aiko.model.errors import AikoError
 
+from .faults import fault_message
+
 __all__ = ["FaultPolicy", "Supervisor", "TrialFault", "NodesMissingError", "SAFE_STATE_COMMAND"]
 
 log = logging.getLogger(__name__)
@@ -54,9 +56,8 @@ class NodesMissingError(AikoError):
     def __init__(self, missing: list[int], timeout: float) -> None:
         self.missing = missing
         self.timeout = timeout
-        nodes = ", ".join(str(n) for n in missing)
-        super().__init__(f"no heartbeat from joint node{'s' if len(missing) > 1 else ''} "
-                         f"{nodes} within {timeout:g} s")
+        nodes = ("nodes " if len(missing) > 1 else "node ") + ", ".join(str(n) for n in missing)
+        super().__init__(fault_message("nodes_missing", nodes=nodes, timeout=timeout))
 
 
 @dataclass(frozen=True)
@@ -152,18 +153,18 @@ class Supervisor:
             h.state = frame.state
             if (self.started_at is not None and self.policy.stop_on_node_not_operational
                     and frame.state == NodeState.BOOT_UP):
-                self._raise_fault("node_reset", node, f"joint node {node} restarted")
+                self._raise_fault("node_reset", node, fault_message("node_reset", node=node))
         elif isinstance(frame, Emcy):
             h.emcy.append(frame.error_code)
             self._event("emcy", node=node, error_code=frame.error_code,
                         error_register=int(frame.error_register), motor=frame.motor)
             if frame.error_code == EmcyCode.ENCODER_FAULT and self.policy.stop_on_encoder_fault:
+                motor = "HV"[frame.motor] if frame.motor in (0, 1) else "?"
                 self._raise_fault("encoder_fault", node,
-                                  f"joint node {node}: encoder fault on motor "
-                                  f"{'HV'[frame.motor] if frame.motor in (0, 1) else '?'}")
+                                  fault_message("encoder_fault", node=node, motor=motor))
             if frame.error_code == EmcyCode.CURRENT_LIMIT and self.policy.stop_on_current_limit:
                 self._raise_fault("current_limit", node,
-                                  f"joint node {node}: motor current limit held for over 200 ms")
+                                  fault_message("current_limit", node=node))
         elif isinstance(frame, JointState):
             h.status = frame.status
 
@@ -195,8 +196,8 @@ class Supervisor:
                 age = self.heartbeat_age(n, now)
                 if age > self.policy.heartbeat_timeout:
                     last = h.last_heartbeat if h.last_heartbeat is not None else self.started_at
-                    self._raise_fault("lost_node", n, f"joint node {n} lost: no heartbeat for "
-                                                      f"{now - last:.2f} s")
+                    self._raise_fault("lost_node", n,
+                                      fault_message("lost_node", node=n, age=now - last))
         return self.fault
 
     def nodes_ok(self) -> int:

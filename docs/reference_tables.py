@@ -2,7 +2,9 @@
 schemas: docs/.ref/trial-log-channels.md (every channel of the trial log and
 its fields, from aiko.experiments.files.triallog.CHANNELS) and
 docs/.ref/mqtt-topics.md (every telemetry topic, its QoS, retain and fields,
-from aiko.drivers.messages and aiko.drivers.telemetry.TOPIC_QOS).
+from aiko.drivers.messages and aiko.drivers.telemetry.TOPIC_QOS),
+docs/.ref/faults.md and docs/.ref/emcy.md (every fault the stack stops or
+refuses a trial for, and every EMCY code, from aiko.control.faults).
 
     python docs/reference_tables.py     # regenerate after changing a schema
 
@@ -56,8 +58,39 @@ def mqtt_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _example(message: str) -> str:
+    """A fault's message with example values, as a user reads it."""
+    return message.format(node="N", age=0.31, motor="H", nodes="nodes 2, 3", timeout=2.0)
+
+
+def fault_table() -> str:
+    from aiko.control.faults import START_FAULTS, TRIAL_FAULTS
+
+    rows = ["| what `aiko run` says | kind | exit | what it means | tolerate | what to do |",
+            "|---|---|---|---|---|---|"]
+    for row in TRIAL_FAULTS + START_FAULTS:
+        tolerate = f"`--tolerate {row.tolerate}`" if row.tolerate else "never"
+        rows.append(f"| `{_example(row.message)}` | `{row.kind}` | {row.exit} | {row.meaning} "
+                    f"| {tolerate} | {row.action} |")
+    return "\n".join(rows) + "\n"
+
+
+def emcy_table() -> str:
+    from aiko.control.faults import EMCY_ROWS
+
+    rows = ["| EMCY | name | what the module means | what the stack does | what to do |",
+            "|---|---|---|---|---|"]
+    for row in EMCY_ROWS:
+        does = (f"stops the trial (`{row.stops}`) unless tolerated" if row.stops
+                else "logs it (`/emcy`), the trial goes on")
+        rows.append(f"| `0x{row.code:04X}` | {row.name} | {row.meaning} | {does} "
+                    f"| {row.action} |")
+    return "\n".join(rows) + "\n"
+
+
 def tables() -> dict[str, str]:
-    return {"trial-log-channels.md": trial_log_table(), "mqtt-topics.md": mqtt_table()}
+    return {"trial-log-channels.md": trial_log_table(), "mqtt-topics.md": mqtt_table(),
+            "faults.md": fault_table(), "emcy.md": emcy_table()}
 
 
 def main() -> int:

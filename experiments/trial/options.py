@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from aiko.control.faults import TOLERABLE
 from aiko.control.gait import JOINT_LIMIT
 from aiko.control.preflight import OMEGA_MAX
 from aiko.model.errors import AikoError
@@ -19,8 +20,9 @@ from aiko.model.errors import AikoError
 __all__ = ["Option", "OPTIONS", "OPTION", "PLAN_KEY", "SettingsError", "MocapSpec",
            "parse_mocap_spec", "FAULT_KINDS", "checked_number", "options_of"]
 
-FAULT_KINDS = ("current-limit", "encoder-fault")
-"""The faults ``--tolerate`` may name (every other fault always stops a trial)."""
+FAULT_KINDS = TOLERABLE
+"""The faults ``--tolerate`` may name (every other fault always stops a trial;
+:mod:`aiko.control.faults`)."""
 
 
 class SettingsError(AikoError):
@@ -195,8 +197,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("end", "hold", "when the duration is over: hold the last posture (default) or "
            "ramp every joint back to 0 first; faults and Ctrl-C always hold", TRIAL,
            choices=("hold", "straight")),
-    Option("tolerate", (), "keep going after this fault (default: every fault stops the "
-           "trial); repeatable", TRIAL, choices=FAULT_KINDS, metavar="FAULT", kind="list"),
+    Option("tolerate", (), "keep going after this fault: current-limit (a motor at full duty "
+           "for over 200 ms) or encoder-fault (an implausible encoder reading); a lost or "
+           "restarted node always stops the trial (default: every fault stops it); "
+           "repeatable", TRIAL, choices=FAULT_KINDS, metavar="FAULT", kind="list"),
     Option("startup_timeout", 2.0, "wait this long for every node's heartbeat (default 2)",
            TRIAL, parse=_positive("startup timeout"), metavar="S"),
     Option("no_model", False, "do not run the model in parallel (no comparison)", TRIAL,

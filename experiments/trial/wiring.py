@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from aiko.control.faults import FAULT
 from aiko.control.gait import Gait
 from aiko.control.steering import SteeringConfig
 from aiko.control.supervisor import FaultPolicy
@@ -98,8 +99,8 @@ def trial_config(settings: RunSettings, gait: Gait) -> TrialConfig:
     rig, trial = settings.rig, settings.trial
     simulated = settings.simulated
     mocap = rig.mocap.on(rig.rig)
-    policy = FaultPolicy(stop_on_current_limit="current-limit" not in trial.tolerate,
-                         stop_on_encoder_fault="encoder-fault" not in trial.tolerate)
+    policy = FaultPolicy(stop_on_current_limit=FAULT["current_limit"].tolerate not in trial.tolerate,
+                         stop_on_encoder_fault=FAULT["encoder_fault"].tolerate not in trial.tolerate)
     return TrialConfig(
         gait=gait.name, nodes=rig.nodes, duration=trial_duration(settings), rig=rig.rig,
         can_interface="slcan" if simulated else rig.can.interface,
