@@ -34,11 +34,25 @@ from . import (
 )
 from .args import ArgError, Parser
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "version"]
+
+
+def version() -> str:
+    """The installed package's name and version, and Python's (what every
+    trial log's metadata keeps too, with the git revision)."""
+    from importlib import metadata
+
+    try:
+        mine = metadata.version("aiko-hil")
+    except metadata.PackageNotFoundError:
+        mine = "unknown (not installed)"
+    return f"aiko-hil {mine} (Python {sys.version.split()[0]})"
 
 
 def build_parser() -> Parser:
     p = Parser(prog="aiko", description="Aiko snake robot: model, rig and trials.")
+    p.add_argument("--version", action="version", version=version(),
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for mod in (simulate, emulate, run, doctor, campaign, replay, fit, sweep, optimize, preview,
                 export, info, dbc):
