@@ -4,7 +4,9 @@ its fields, from aiko.experiments.files.triallog.CHANNELS) and
 docs/.ref/mqtt-topics.md (every telemetry topic, its QoS, retain and fields,
 from aiko.drivers.messages and aiko.drivers.telemetry.TOPIC_QOS),
 docs/.ref/faults.md and docs/.ref/emcy.md (every fault the stack stops or
-refuses a trial for, and every EMCY code, from aiko.control.faults).
+refuses a trial for, and every EMCY code, from aiko.control.faults),
+docs/.ref/plants.md (the simulated Aiko's two plants, from
+aiko.experiments.rig.plant_params.PlantParams).
 
     python docs/reference_tables.py     # regenerate after changing a schema
 
@@ -88,9 +90,25 @@ def emcy_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def plant_table() -> str:
+    from aiko.experiments.rig.plant_params import PlantParams
+
+    rows = ["| `--plant` | free play | servo | mocap noise | mocap latency | mocap rate "
+            "| solver |", "|---|---|---|---|---|---|---|"]
+    servo = {"module": "the module's (duty limit, speed limit)",
+             "ideal": "ideal (motor at its reference)"}
+    for name, p in (("realistic", PlantParams.realistic()), ("ideal", PlantParams.ideal())):
+        label = f"`{name}` (default)" if name == "realistic" else f"`{name}`"
+        rows.append(f"| {label} | {p.backlash_deg:g} deg | {servo[p.servo]} "
+                    f"| {p.mocap_noise_mm:g} mm | {p.mocap_latency_ms:g} ms "
+                    f"| {p.mocap_rate:g} Hz | u_tol {p.u_tol:.0e} m/s, at most {p.max_iter} "
+                    f"sweeps a step, dt {1000 * p.dt:g} ms |")
+    return "\n".join(rows).replace("e-0", "e-") + "\n"
+
+
 def tables() -> dict[str, str]:
     return {"trial-log-channels.md": trial_log_table(), "mqtt-topics.md": mqtt_table(),
-            "faults.md": fault_table(), "emcy.md": emcy_table()}
+            "faults.md": fault_table(), "emcy.md": emcy_table(), "plants.md": plant_table()}
 
 
 def main() -> int:
