@@ -90,6 +90,12 @@ def emcy_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _power_of_ten(x: float) -> str:
+    """1e-05 as 1e-5: a tolerance as the pages write it."""
+    mantissa, exponent = f"{x:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def plant_table() -> str:
     from aiko.experiments.rig.plant_params import PlantParams
 
@@ -101,9 +107,9 @@ def plant_table() -> str:
         label = f"`{name}` (default)" if name == "realistic" else f"`{name}`"
         rows.append(f"| {label} | {p.backlash_deg:g} deg | {servo[p.servo]} "
                     f"| {p.mocap_noise_mm:g} mm | {p.mocap_latency_ms:g} ms "
-                    f"| {p.mocap_rate:g} Hz | u_tol {p.u_tol:.0e} m/s, at most {p.max_iter} "
+                    f"| {p.mocap_rate:g} Hz | u_tol {_power_of_ten(p.u_tol)} m/s, at most {p.max_iter} "
                     f"sweeps a step, dt {1000 * p.dt:g} ms |")
-    return "\n".join(rows).replace("e-0", "e-") + "\n"
+    return "\n".join(rows) + "\n"
 
 
 def tables() -> dict[str, str]:

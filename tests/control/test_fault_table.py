@@ -18,12 +18,13 @@ from aiko.control.faults import (
     fault_message,
 )
 from aiko.control.supervisor import NodesMissingError, Supervisor
+from aiko.drivers.clock import VirtualClock
 from aiko.experiments.trial.options import OPTION
 from aiko.experiments.trial.settings import build_settings
 from aiko.experiments.trial.wiring import trial_config
 from aiko.firmware_interface.codec import Emcy, Heartbeat
 from aiko.firmware_interface.protocol import EmcyCode, NodeState
-from tests.control.test_streamer_supervisor import FakeCan, VirtualClock, rx, started
+from tests.control.test_streamer_supervisor import FakeCan, rx, started
 
 
 def test_every_emcy_code_has_one_row_in_code_order():
