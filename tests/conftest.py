@@ -12,6 +12,9 @@ SIGINT ignored, and so would every process it starts; Python's own handler is
 put back here, so the children start with SIGINT's default again."""
 
 import asyncio
+import contextlib
+import io
+import logging
 import os
 import shutil
 import signal
@@ -57,9 +60,9 @@ TRUE_BACKLASH_DEG = 4.0
 """The free play of :func:`known_floor_trial`."""
 
 
-def aiko_run(*args, timeout=180):
-    """``aiko run ARGS``."""
-    return aiko("run", *args, timeout=timeout)
+def aiko_run(*args):
+    """``aiko run ARGS`` in this process (:func:`aiko`): a trial in virtual time."""
+    return aiko("run", *args)
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +81,7 @@ def realtime_trial(tmp_path_factory):
     Aiko and the parallel model as child processes, slcan over TCP, Vicon
     datagrams over UDP (the tests of real-time behaviour read it)."""
     out = tmp_path_factory.mktemp("realtime") / "trial.mcap"
-    run = aiko_run("sidewinding", "--duration", "5", "--out", str(out))
+    run = aiko_process("run", "sidewinding", "--duration", "5", "--out", str(out))
     return run, out
 
 
@@ -304,8 +307,40 @@ def late_mocap_trial(tmp_path_factory):
     return out, 0.0
 
 
-def aiko(*args, cwd=None, timeout=600):
-    """``aiko ARGS`` as a user types it (stdout, stderr, returncode)."""
+def aiko(*args, cwd=None):
+    """``aiko ARGS``, the command line's ``main`` called in this process (the
+    kernels and imports already loaded), its stdout, stderr and log lines
+    captured: a ``CompletedProcess`` as :func:`aiko_process` gives. For
+    everything that needs no process of its own: a trial in virtual time,
+    replay, fit, sweep, export, doctor, ``--check``; a real-time trial (it asks
+    for real-time priority and owns child processes) or a test of signals runs
+    :func:`aiko_process`."""
+    from aiko.experiments.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)      # what main's basicConfig shows a user
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    here = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:         # --help, --version
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    finally:
+        os.chdir(here)
+        root.removeHandler(handler)
+    return subprocess.CompletedProcess(["aiko", *args], code, out.getvalue(), err.getvalue())
+
+
+def aiko_process(*args, cwd=None, timeout=600):
+    """``aiko ARGS`` as a process of its own, as a user types it (stdout,
+    stderr, returncode)."""
     return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
                           capture_output=True, text=True, timeout=timeout, cwd=cwd)
 

@@ -24,6 +24,7 @@ from aiko.firmware_interface.emulator import JointModule
 from aiko.firmware_interface.protocol import NmtCommand, NodeState
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter, SlcanError, format_frame, parse_command
+from tests.conftest import aiko
 
 
 def msg(frame):
@@ -244,7 +245,5 @@ def test_aiko_emulate_reports_a_taken_port():
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "emulate", "--port",
-                            str(port)], capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ))
+        r = aiko("emulate", "--port", port)
     assert r.returncode == 2 and "cannot listen" in r.stderr and "Traceback" not in r.stderr

@@ -4,8 +4,6 @@ penetration, the sliding block's analytic answer, and its creep below the
 friction limit (non-zero, as a compliant law's is: measured)."""
 
 import math
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -15,6 +13,7 @@ from aiko.control import PRESETS, references
 from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.reference import reference_step
+from tests.conftest import aiko
 
 G = 9.81
 
@@ -113,10 +112,7 @@ def test_below_the_friction_limit_it_creeps():
 
 
 def test_aiko_simulate_takes_the_contact_law(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "simulate", "sidewinding",
-                        "--duration", "0.3", "--contact", "compliant"],
-                       capture_output=True, text=True, timeout=600)
+    r = aiko("simulate", "sidewinding", "--duration", "0.3", "--contact", "compliant")
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "simulate", "still",
-                        "--contact", "soft"], capture_output=True, text=True, timeout=60)
+    r = aiko("simulate", "still", "--contact", "soft")
     assert r.returncode == 2 and "invalid choice" in r.stderr

@@ -3,8 +3,6 @@ equation, RESOLUTION-TRACTRIX's properties (lengths, the head's target,
 displacements that die out toward the tail, O(n)), and `aiko preview`."""
 
 import math
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -13,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aiko.model.tractrix import chain_points, drag_along, resolve_tractrix, tractrix_tail
+from tests.conftest import aiko
 
 finite = st.floats(-1.0, 1.0)
 
@@ -114,8 +113,7 @@ def test_chain_points_of_straight_links():
 def test_aiko_preview_draws_a_path_in_well_under_a_second(tmp_path):
     path = tmp_path / "ell.toml"
     path.write_text("[path]\nwaypoints = [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]]\n")
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "preview", str(path)],
-                       capture_output=True, text=True, timeout=120)
+    r = aiko("preview", path)
     assert r.returncode == 0, r.stderr
     png = tmp_path / "ell-preview.png"
     assert png.stat().st_size > 20000
@@ -127,7 +125,6 @@ def test_aiko_preview_draws_a_path_in_well_under_a_second(tmp_path):
     assert float(words[-2]) < 1e-12
     bad = tmp_path / "bad.toml"
     bad.write_text("[path]\nwaypoints = [[0.0, 0.0]]\n")
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "preview", str(bad)],
-                       capture_output=True, text=True, timeout=120)
+    r = aiko("preview", bad)
     assert r.returncode == 2 and "needs at least two waypoints" in r.stderr
     assert "Traceback" not in r.stderr

@@ -3,8 +3,6 @@ free play."""
 
 import json
 import math
-import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -17,7 +15,7 @@ from aiko.experiments.analysis.replay import load_replay, replay_plant, with_fri
 from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.experiments.rig.plant import PlantParams
 from aiko.model import SnakeModel, SolverParams
-from tests.conftest import TRUE_BACKLASH_DEG, TRUE_MU
+from tests.conftest import TRUE_BACKLASH_DEG, TRUE_MU, aiko
 
 FIT_DT = 0.001
 """The synthetic trial's and its fit's step (test_fit_recovers_...): the
@@ -109,10 +107,8 @@ def test_fit_on_the_rig_trial_moves_toward_the_truth(known_floor_trial):
 
 
 def test_aiko_fit_of_the_delay_writes_its_report(known_floor_trial, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "fit",
-                        str(known_floor_trial), "--params", "delay", "--budget", "20",
-                        "--workers", "1", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
+    r = aiko("fit", known_floor_trial, "--params", "delay", "--budget", "20", "--workers", "1",
+             "--out", tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads((tmp_path / "fit.json").read_text())
     # one simulation: a delay only shifts the experiment's times (a scalar search)
@@ -129,7 +125,5 @@ def test_bad_fit_requests_are_one_line_errors(known_floor_trial, tmp_path):
     with pytest.raises(FitError, match="need finite LO < HI"):
         parse_bounds("mu=0.5:0.1", ["mu"])
     for params, needle in [("speed", "unknown speed"), ("mu,mu_x", "not both")]:
-        r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "fit",
-                            str(known_floor_trial), "--params", params, "--out", str(tmp_path)],
-                           capture_output=True, text=True, timeout=120)
+        r = aiko("fit", known_floor_trial, "--params", params, "--out", tmp_path)
         assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr

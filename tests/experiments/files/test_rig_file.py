@@ -16,7 +16,7 @@ from aiko.experiments.files.rig_file import (
 )
 from aiko.experiments.files.triallog import read_trial
 from aiko.experiments.trial.settings import build_settings
-from tests.conftest import aiko, start_emulator, stop
+from tests.conftest import aiko, aiko_process, start_emulator, stop
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "aiko.toml"
 
@@ -125,7 +125,7 @@ def test_aiko_run_with_a_rig_file_against_the_emulator(tmp_path):
         (tmp_path / "lab.toml").write_text(
             f'[can]\ninterface = "slcan"\nchannel = "{channel}"\n[joints]\nnodes = 3\n'
             '[mocap]\nsource = "none"\n[trials]\nfolder = "out/day1"\nname = "{gait}-x"\n')
-        r = aiko("run", "still", "--rig-file", "lab.toml", "--duration", "1", "--no-model",
+        r = aiko_process("run", "still", "--rig-file", "lab.toml", "--duration", "1", "--no-model",
                  cwd=tmp_path)
     finally:
         stop(emu)

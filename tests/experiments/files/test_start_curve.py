@@ -14,6 +14,7 @@ from aiko.experiments.files.start_curve import CurveError, load_start_curve, sta
 from aiko.model import SnakeModel, SnakeParams
 from aiko.model.posture import planar_joint_angles
 from aiko.model.quaternion import rotation_matrix
+from tests.conftest import aiko
 
 P = SnakeParams()
 
@@ -107,18 +108,14 @@ def test_aiko_simulate_starts_from_the_curve(tmp_path):
     f = tmp_path / "arc.toml"
     f.write_text("[curve]\narc = { center = [0.0, 0.6], radius = 0.6 }\n")
     out = tmp_path / "s.csv"
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "simulate", "still",
-                        "--duration", "0.2", "--start-curve", str(f), "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    r = aiko("simulate", "still", "--duration", "0.2", "--start-curve", f, "--out", out)
     assert r.returncode == 0, r.stderr
     rows = np.loadtxt(out, delimiter=",", skiprows=1, ndmin=2)
     header = out.read_text().splitlines()[0].split(",")
     x6, y6 = rows[0, header.index("x6")], rows[0, header.index("y6")]
     assert math.hypot(x6, y6 - 0.6) == pytest.approx(0.6 * math.cos(math.asin(0.061 / 0.6)),
                                                      abs=1e-6)
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "simulate", "still",
-                        "--start-curve", str(tmp_path / "none.toml")],
-                       capture_output=True, text=True, timeout=300)
+    r = aiko("simulate", "still", "--start-curve", tmp_path / "none.toml")
     assert r.returncode == 2 and "none.toml: no such file" in r.stderr
 
 
@@ -128,10 +125,8 @@ def test_the_simulated_aiko_starts_along_the_curve(tmp_path):
     f = tmp_path / "arc.toml"
     f.write_text("[curve]\narc = { center = [0.0, 0.6], radius = 0.6 }\n")
     out = tmp_path / "t.mcap"
-    r = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
-                        "--duration", "1", "--plant", "ideal", "--no-model", "--start-curve",
-                        str(f), "--time", "virtual", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    r = aiko("run", "still", "--duration", "1", "--plant", "ideal", "--no-model",
+             "--start-curve", f, "--time", "virtual", "--out", out)
     assert r.returncode == 0, r.stderr
     data = read_trial(out)
     chord = 2 * math.asin(0.061 / 0.6)

@@ -16,7 +16,7 @@ from aiko.control.ramp import RAMP_TOLERANCE
 from aiko.experiments.files.triallog import read_trial
 from aiko.experiments.trial.settings import build_settings
 from aiko.firmware_interface.protocol import EmcyCode, NodeState, Status
-from tests.conftest import aiko, robot_args, spawn, start_emulator, stop
+from tests.conftest import aiko, aiko_process, robot_args, spawn, start_emulator, stop
 
 SATURATED = int(Status.H_SATURATED | Status.V_SATURATED)
 
@@ -219,11 +219,12 @@ def test_missing_nodes_at_bring_up_keep_a_log_that_says_why(tmp_path):
     emu, channel = start_emulator()
     out = tmp_path / "trial.mcap"
     try:
-        r = aiko("run", "still", *robot_args(channel, 5), "--startup-timeout", "0.5",
+        r = aiko_process("run", "still", *robot_args(channel, 5), "--startup-timeout", "0.5",
                  "--out", str(out))
     finally:
         stop(emu)
     assert r.returncode == 2 and "no heartbeat from joint nodes 4, 5 within 0.5 s" in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
     data = read_trial(out)
     assert data.complete
     (_, missing), = data.events("nodes_missing")

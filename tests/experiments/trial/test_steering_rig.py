@@ -4,8 +4,6 @@ lateral undulation toward the commanded heading, logs every period's
 steering, and says how it went."""
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 
@@ -16,10 +14,8 @@ from tests.conftest import aiko
 
 def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
     out = tmp_path / "steer.mcap"
-    run = subprocess.run(
-        [sys.executable, "-m", "aiko.experiments.cli", "run", "lateral-undulation-orthotropic",
-         "--duration", "10", "--heading", "30", "--plant-mu-x", "0.15", "--plant-mu-y", "0.4",
-         "--time", "virtual", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    run = aiko("run", "lateral-undulation-orthotropic", "--duration", "10", "--heading", "30",
+               "--plant-mu-x", "0.15", "--plant-mu-y", "0.4", "--time", "virtual", "--out", out)
     assert run.returncode == 0, run.stderr
     assert "steering (heading hold):" in run.stdout
     assert (tmp_path / "steer-steering.png").stat().st_size > 20000
@@ -57,8 +53,7 @@ def test_heading_hold_on_the_simulated_rig_turns_toward_the_target(tmp_path):
     assert len(rows) == 101 and {r["mode"] for r in rows} >= {"wait", "closed"}
     refs = [r for r in csv.DictReader(open(files["s-references.csv"])) if r["phase"] == "gait"]
     assert [float(r["offset"]) for r in refs] == [float(r["offset"]) for r in rows]
-    info = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "info", str(out)],
-                          capture_output=True, text=True, timeout=60)
+    info = aiko("info", out)
     assert "steering (heading):" in info.stdout and "of 101 periods" in info.stdout
 
 
@@ -83,7 +78,7 @@ def test_steering_and_viewer_requests_that_cannot_be_met_are_one_line_errors(tmp
     ]
     try:
         for args, message in cases:
-            r = aiko("run", *args, cwd=tmp_path, timeout=120)
+            r = aiko("run", *args, cwd=tmp_path)
             assert r.returncode == 2, (args, r.stdout, r.stderr)
             lines = r.stderr.strip().splitlines()
             assert message in lines[-1] and "Traceback" not in r.stderr, (args, r.stderr)
