@@ -45,6 +45,8 @@ from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.model.scene import SCENE_PRESETS
 
+pytest_plugins = ["pytester"]   # tests/docs runs the lab's example file as pytest does
+
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The suite's examples are the same on every run (a test fails on the change

@@ -20,13 +20,13 @@ seed = 5
 
 [[trial]]
 gait = "sidewinding"
-duration = 2.0
+duration = 1.0
 repetitions = 3
 plant = "ideal"
 
 [[trial]]
 gait = "lateral-undulation"
-duration = 2.0
+duration = 1.0
 repetitions = 3
 plant = "ideal"
 """
