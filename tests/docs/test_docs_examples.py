@@ -1,6 +1,6 @@
 """The documentation's examples run as written: the Python API page's trial
 from Python (settings, a session, a listener of the records) on the ideal
-simulated Aiko, in a folder of its own."""
+simulated Aiko in virtual time, in a folder of its own."""
 
 import contextlib
 import io
