@@ -15,7 +15,8 @@ from aiko.control import PRESETS, references
 from aiko.control.ramp import RAMP_TOLERANCE
 from aiko.experiments.files.triallog import read_trial
 from aiko.experiments.trial.settings import build_settings
-from aiko.firmware_interface.protocol import EmcyCode, NodeState, Status
+from aiko.firmware_interface.codec import decode
+from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
 from tests.conftest import aiko, aiko_process, robot_args, spawn, start_emulator, stop
 
 SATURATED = int(Status.H_SATURATED | Status.V_SATURATED)
@@ -134,8 +135,12 @@ def test_ctrl_c_during_the_ramp_gives_the_safe_state_and_exit_130(tmp_path):
     finally:
         code, emu_out, _ = stop(emu)
     assert run.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "interrupted" in stdout
     data = read_trial(out)
     assert data.complete and phases(data)[:2] == ["bring-up", "ramp"]
+    last_tx = data.records["/can/tx"][-1][1]          # the safe stop, logged as sent
+    assert decode(last_tx["id"], bytes.fromhex(last_tx["data"])).command == (
+        NmtCommand.ENTER_PRE_OPERATIONAL)
     assert "gait" not in phases(data) and not data.references("gait")[0].size
     (_, end), = data.events("trial_end")
     assert end["data"]["reason"] == "interrupted"
