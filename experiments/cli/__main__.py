@@ -2,6 +2,6 @@
 
 import sys
 
-from aiko.experiments.cli import main
+from aiko.experiments.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())
