@@ -86,7 +86,7 @@ def test_a_virtual_campaign_on_a_dask_cluster_writes_the_local_runs_index(tmp_pa
     (tmp_path / "dask").mkdir()
     dask_plan = tmp_path / "dask" / "plan.toml"
     dask_plan.write_text(PLAN.format(name="floor"))
-    local = aiko("campaign", str(local_plan), "--time", "virtual", "--workers", "2")
+    local = aiko("campaign", str(local_plan), "--time", "virtual", "--workers", "1")
     assert local.returncode == 0, local.stderr
     assert "running them at once on local processes" in local.stdout
     remote = aiko("campaign", str(dask_plan), "--time", "virtual", "--scheduler", cluster)
