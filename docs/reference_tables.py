@@ -6,7 +6,9 @@ from aiko.drivers.messages and aiko.drivers.telemetry.TOPIC_QOS),
 docs/.ref/faults.md and docs/.ref/emcy.md (every fault the stack stops or
 refuses a trial for, and every EMCY code, from aiko.control.faults),
 docs/.ref/plants.md (the simulated Aiko's two plants, from
-aiko.experiments.rig.plant_params.PlantParams).
+aiko.experiments.rig.plant_params.PlantParams), docs/.ref/csv-columns.md
+(the files and columns of `aiko export --format csv`, from
+aiko.experiments.analysis.export).
 
     python docs/reference_tables.py     # regenerate after changing a schema
 
@@ -112,9 +114,31 @@ def plant_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def csv_table() -> str:
+    from aiko.experiments.analysis.export import (
+        CSV_CHANNELS,
+        EVENT_COLUMNS,
+        JOINT_COLUMNS,
+        REFERENCE_COLUMNS,
+    )
+
+    def cols(names) -> str:
+        return ", ".join(f"`{c}`" for c in names)
+
+    per_node = ", ".join(f"`{q}_N`" for q in JOINT_COLUMNS)
+    rows = ["| file | from | columns |", "|---|---|---|",
+            f"| `STEM-references.csv` | `/references` | {cols(REFERENCE_COLUMNS)}, then "
+            f"{per_node} for each node N |"]
+    for channel, (name, keys) in CSV_CHANNELS.items():
+        rows.append(f"| `STEM-{name}.csv` | `{channel}` | {cols(('t_log', *keys))} |")
+    rows.append(f"| `STEM-events.csv` | `/events` | {cols(EVENT_COLUMNS)} (the data as JSON) |")
+    return "\n".join(rows) + "\n"
+
+
 def tables() -> dict[str, str]:
     return {"trial-log-channels.md": trial_log_table(), "mqtt-topics.md": mqtt_table(),
-            "faults.md": fault_table(), "emcy.md": emcy_table(), "plants.md": plant_table()}
+            "faults.md": fault_table(), "emcy.md": emcy_table(), "plants.md": plant_table(),
+            "csv-columns.md": csv_table()}
 
 
 def main() -> int:

@@ -27,6 +27,7 @@ import can
 from aiko.experiments.files.triallog import LoggedFrame, TrialData
 
 __all__ = ["export_csv", "export_can", "trial_info", "INFO_TOPICS", "CAN_TOPICS", "can_messages",
+           "CSV_CHANNELS", "REFERENCE_COLUMNS", "JOINT_COLUMNS", "EVENT_COLUMNS",
            "FORMATS"]
 
 FORMATS = ("csv", "asc", "blf")
@@ -76,39 +77,55 @@ def _write(path: Path, header: list[str], rows) -> Path:
     return path
 
 
+REFERENCE_COLUMNS = ("t", "phase", "k", "t_gait", "counter", "offset")
+"""``STEM-references.csv``'s first columns; then, for each node N, the
+references of :data:`JOINT_COLUMNS` as ``alpha_h_N``, ..."""
+
+JOINT_COLUMNS = ("alpha_h", "alpha_v", "omega_h", "omega_v")
+
+CSV_CHANNELS = {
+    "/joint_state": ("joint_state", ("node", "alpha_h", "alpha_v", "duty_h", "duty_v",
+                                     "status", "sync_echo")),
+    "/emcy": ("emcy", ("node", "error_code", "error_register", "motor")),
+    "/mocap": ("mocap", ("frame", "x", "y", "z", "occluded", "stale", "latency", "t_receive")),
+    "/model": ("model", ("t", "x", "y", "z", "lag")),
+    "/steering": ("steering", ("t_gait", "mode", "offset", "heading", "target", "x", "y",
+                               "cross_track", "segment", "age", "tracked")),
+}
+"""The channels written one record a row as ``STEM-NAME.csv``: channel ->
+(NAME, the record's fields after the log stamp ``t_log``)."""
+
+EVENT_COLUMNS = ("t", "kind", "data")
+"""``STEM-events.csv``: the stamp, the event's kind and its data as JSON."""
+
+
 def export_csv(data: TrialData, folder: Path, stem: str) -> list[Path]:
-    """One CSV per channel present into ``folder`` (``STEM-CHANNEL.csv``)."""
+    """One CSV per channel present into ``folder`` (``STEM-CHANNEL.csv``; the
+    columns: :data:`REFERENCE_COLUMNS`, :data:`CSV_CHANNELS`,
+    :data:`EVENT_COLUMNS`)."""
     folder = Path(folder)
     written = []
     refs = data.records.get("/references", [])
     if refs:
         nodes = refs[0][1].get("nodes", [])
-        cols = [f"{q}_{n}" for n in nodes for q in ("alpha_h", "alpha_v", "omega_h", "omega_v")]
+        cols = [f"{q}_{n}" for n in nodes for q in JOINT_COLUMNS]
         rows = []
         for t, d in refs:
             vals = []
             for i in range(len(nodes)):
-                vals += [d[q][i] for q in ("alpha_h", "alpha_v", "omega_h", "omega_v")]
+                vals += [d[q][i] for q in JOINT_COLUMNS]
             rows.append([t, d.get("phase", "gait"), d["k"], d.get("t_gait"), d["counter"],
                          d.get("offset", 0.0), *vals])
-        written.append(_write(folder / f"{stem}-references.csv",
-                              ["t", "phase", "k", "t_gait", "counter", "offset", *cols], rows))
-    simple = {"/joint_state": ("joint_state", ["node", "alpha_h", "alpha_v", "duty_h", "duty_v",
-                                               "status", "sync_echo"]),
-              "/emcy": ("emcy", ["node", "error_code", "error_register", "motor"]),
-              "/mocap": ("mocap", ["frame", "x", "y", "z", "occluded", "stale", "latency",
-                                   "t_receive"]),
-              "/model": ("model", ["t", "x", "y", "z", "lag"]),
-              "/steering": ("steering", ["t_gait", "mode", "offset", "heading", "target", "x",
-                                         "y", "cross_track", "segment", "age", "tracked"])}
-    for channel, (name, keys) in simple.items():
+        written.append(_write(folder / f"{stem}-references.csv", [*REFERENCE_COLUMNS, *cols],
+                              rows))
+    for channel, (name, keys) in CSV_CHANNELS.items():
         recs = data.records.get(channel, [])
         if recs:
             written.append(_write(folder / f"{stem}-{name}.csv", ["t_log", *keys],
                                   ([t, *(d.get(k) for k in keys)] for t, d in recs)))
     events = data.records.get("/events", [])
     if events:
-        written.append(_write(folder / f"{stem}-events.csv", ["t", "kind", "data"],
+        written.append(_write(folder / f"{stem}-events.csv", list(EVENT_COLUMNS),
                               ([t, d.get("kind"), json.dumps(d.get("data"))]
                                for t, d in events)))
     return written
