@@ -8,7 +8,9 @@ refuses a trial for, and every EMCY code, from aiko.control.faults),
 docs/.ref/plants.md (the simulated Aiko's two plants, from
 aiko.experiments.rig.plant_params.PlantParams), docs/.ref/csv-columns.md
 (the files and columns of `aiko export --format csv`, from
-aiko.experiments.analysis.export).
+aiko.experiments.analysis.export) and docs/.ref/rig-file-keys.md (every key
+of the rig file, the flag it stands for, its default and help, from
+aiko.experiments.files.rig_file and the settings' table).
 
     python docs/reference_tables.py     # regenerate after changing a schema
 
@@ -135,10 +137,51 @@ def csv_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _default(value) -> str:
+    if value is None or value == ():
+        return "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return f"`{value}`"
+
+
+def rig_file_table() -> str:
+    import tempfile
+
+    from aiko.drivers.mocap import VICON_UDP_PORT
+    from aiko.experiments.files.rig_file import MOCAP_SOURCES, rig_file_keys
+    from aiko.experiments.trial.options import OPTIONS
+    from aiko.experiments.trial.settings import build_settings
+
+    by_name = {o.name: (f"`{o.flag_name}`", o.help) for o in OPTIONS}
+    by_name.update({   # the parts of --mocap, and what only the file gives
+        "mocap_source": ("`--mocap SOURCE`", f"the motion capture: {', '.join(MOCAP_SOURCES)} "
+                         "(none: the Tracker stream of the simulated Aiko on the simulated "
+                         "rig, no motion capture on the robot)"),
+        "mocap_host": ("`--mocap vicon-datastream:HOST`", "the DataStream server's host"),
+        "mocap_port": ("`--mocap vicon-udp:PORT`", "the UDP port the Tracker stream comes to "
+                       f"(none: {VICON_UDP_PORT} on the robot, a free port on the simulated "
+                       "rig)"),
+        "mqtt_password_env": ("(the file only)", "the environment variable that holds the "
+                              "broker's password (never the password itself)"),
+        "trials_name": ("(the file only)", "the trial log's name, with the fields {gait} and "
+                        "{time}"),
+    })
+    with tempfile.TemporaryDirectory() as empty:   # the defaults: no rig file, no flag
+        defaults = build_settings({}, cwd=Path(empty)).sources
+    rows = ["| key | flag | default | what it sets |", "|---|---|---|---|"]
+    for table, key, setting in rig_file_keys():
+        flag, what = by_name[setting]
+        what = what.replace("|", "\\|")
+        rows.append(f"| `[{table}] {key}` | {flag} | {_default(defaults[setting].value)} "
+                    f"| {what} |")
+    return "\n".join(rows) + "\n"
+
+
 def tables() -> dict[str, str]:
     return {"trial-log-channels.md": trial_log_table(), "mqtt-topics.md": mqtt_table(),
             "faults.md": fault_table(), "emcy.md": emcy_table(), "plants.md": plant_table(),
-            "csv-columns.md": csv_table()}
+            "csv-columns.md": csv_table(), "rig-file-keys.md": rig_file_table()}
 
 
 def main() -> int:

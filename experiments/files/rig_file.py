@@ -11,7 +11,7 @@ command's default)::
     [joints]
     nodes = 10                     # joint modules 1..nodes (node id i drives joint i)
     limit_deg = 45.0               # the joints' mechanical limit (the preflight's)
-    max_speed_deg_s = 103.1        # the motors' full-duty speed (the preflight's)
+    max_speed_deg_s = 171.9        # the motors' full-duty speed (the preflight's)
     [mocap]
     source = "vicon-udp"           # vicon-udp | vicon-datastream | none
     host = "192.168.10.2"          # the DataStream host
@@ -49,7 +49,7 @@ from aiko.experiments.files.tomlfile import read_toml
 from aiko.model.errors import AikoError
 
 __all__ = ["RigFile", "RigFileError", "load_rig_file", "find_rig_file", "RIG_FILE_NAME",
-           "MOCAP_SOURCES", "trial_stem", "mqtt_password"]
+           "MOCAP_SOURCES", "trial_stem", "mqtt_password", "rig_file_keys"]
 
 RIG_FILE_NAME = "aiko.toml"
 """The rig file read by default from the working folder."""
@@ -123,6 +123,13 @@ _SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
     "trials": {"folder": (_text, "trials_folder"), "name": (_text, "trials_name")},
     "live": {"host": (_text, "live_host")},
 }
+
+def rig_file_keys() -> list[tuple[str, str, str]]:
+    """Every key a rig file takes: (table, key, the setting it gives, by the
+    setting's name in :data:`aiko.experiments.trial.options.OPTIONS`)."""
+    return [(table, key, setting) for table, keys in _SCHEMA.items()
+            for key, (_, setting) in keys.items()]
+
 
 _RELATIVE = ("mqtt_ca", "trials_folder")
 """Settings that are paths: relative to the rig file's folder."""

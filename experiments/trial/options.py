@@ -165,11 +165,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("nodes", 10, "joint modules 1..N (default 10)", RIG, ("run", "doctor", "emulate"),
            _nodes, metavar="N", defaults=(("emulate", 10, None),)),
     Option("limit_deg", math.degrees(JOINT_LIMIT), "the joints' mechanical limit, deg (the "
-           "preflight's and the steering's; default 45)", RIG, parse=_positive("limit"),
-           metavar="DEG"),
+           f"preflight's and the steering's; default {math.degrees(JOINT_LIMIT):.0f})", RIG,
+           parse=_positive("limit"), metavar="DEG"),
     Option("max_speed_deg_s", math.degrees(OMEGA_MAX), "the motors' full-duty speed, deg/s "
-           "(the preflight's; default 103.1)", RIG, parse=_positive("max speed"),
-           metavar="DEG/S"),
+           f"(the preflight's; default {math.degrees(OMEGA_MAX):.1f})", RIG,
+           parse=_positive("max speed"), metavar="DEG/S"),
     Option("mocap", None, "vicon-udp[:PORT], vicon-datastream:HOST or none (default: none "
            "on the robot, the simulated Aiko's stream on the simulated rig)", RIG, _BOTH,
            parse_mocap_spec, metavar="SRC"),

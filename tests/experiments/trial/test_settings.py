@@ -211,3 +211,22 @@ def test_a_campaign_entry_becomes_settings_without_argv(tmp_path):
     assert s.trial.duration == 4.0 and s.plant.faults == ("2:silent@3",)
     with pytest.raises(PlanError, match=r"trial 2 \(sidewinding\)\.nodes: nodes must lie"):
         entry_settings(plan, plan.entries[1])
+
+
+def test_every_default_a_help_text_quotes_is_the_settings_default():
+    """A number a help text gives as the default is the option's default, to
+    the digits quoted (the motors' speed was once "default 103.1" over a
+    default of 171.9 deg/s). Options whose default is None (another layer
+    decides: the gait's duration, the plant's seed) quote what that layer
+    gives."""
+    import re
+
+    quoted = 0
+    for o in OPTIONS:
+        for m in re.finditer(r"default:? (-?\d+(?:\.(\d+))?)", o.help):
+            if o.default is None:
+                continue
+            half_digit = 0.5 * 10.0 ** -len(m[2] or "")
+            assert abs(float(m[1]) - o.default) <= half_digit, (o.name, m[0], o.default)
+            quoted += 1
+    assert quoted >= 8
