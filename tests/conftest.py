@@ -56,6 +56,9 @@ settings.register_profile("aiko", deadline=None, max_examples=200, derandomize=T
 settings.register_profile("explore", deadline=None, max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "aiko"))
 
+AIKO_COMMAND = (sys.executable, "-m", "aiko.experiments.cli")
+"""The ``aiko`` command as a process of its own (argv's start)."""
+
 TRUE_MU = 0.3
 """The floor friction of :func:`known_floor_trial` (the gait assumes 0.2)."""
 TRUE_BACKLASH_DEG = 4.0
@@ -199,7 +202,7 @@ async def trial_with_emulator(path, duration, nodes=3, emulated=None, faults=Non
 
 
 def spawn(*args):
-    return subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", *args],
+    return subprocess.Popen([*AIKO_COMMAND, *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -317,11 +320,11 @@ def aiko(*args, cwd=None):
     replay, fit, sweep, export, doctor, ``--check``; a real-time trial (it asks
     for real-time priority and owns child processes) or a test of signals runs
     :func:`aiko_process`."""
-    from aiko.experiments.cli import main
+    from aiko.experiments.cli import LOG_FORMAT, main
 
     out, err = io.StringIO(), io.StringIO()
     handler = logging.StreamHandler(err)      # what main's basicConfig shows a user
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
     handler.setLevel(logging.WARNING)
     root = logging.getLogger()
     root.addHandler(handler)
@@ -343,7 +346,7 @@ def aiko(*args, cwd=None):
 def aiko_process(*args, cwd=None, timeout=600):
     """``aiko ARGS`` as a process of its own, as a user types it (stdout,
     stderr, returncode)."""
-    return subprocess.run([sys.executable, "-m", "aiko.experiments.cli", *args],
+    return subprocess.run([*AIKO_COMMAND, *args],
                           capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 

@@ -35,7 +35,10 @@ from . import (
 )
 from .args import ArgError, Parser
 
-__all__ = ["main", "console_main", "build_parser", "version"]
+__all__ = ["main", "console_main", "build_parser", "version", "LOG_FORMAT"]
+
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+"""How the command shows a warning of the stack's loggers on stderr."""
 
 
 def version() -> str:
@@ -62,7 +65,7 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     parser = build_parser()
     args = None
     try:

@@ -8,7 +8,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -29,7 +28,7 @@ from aiko.drivers.messages import (
     TrialEnd,
     TrialStart,
 )
-from tests.conftest import trial_with_emulator
+from tests.conftest import AIKO_COMMAND, trial_with_emulator
 
 
 def get(url):
@@ -291,7 +290,7 @@ def blue_pixels(driver, canvas):
 
 def test_the_live_page_in_a_browser_during_a_trial_on_the_simulated_rig(tmp_path):
     run = subprocess.Popen(
-        [sys.executable, "-m", "aiko.experiments.cli", "run", "lateral-undulation-orthotropic",
+        [*AIKO_COMMAND, "run", "lateral-undulation-orthotropic",
          "--duration", "5", "--heading", "20", "--live", "0", "--out",
          str(tmp_path / "live.mcap")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)

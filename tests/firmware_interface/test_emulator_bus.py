@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -24,7 +23,7 @@ from aiko.firmware_interface.emulator import JointModule
 from aiko.firmware_interface.protocol import NmtCommand, NodeState
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter, SlcanError, format_frame, parse_command
-from tests.conftest import aiko
+from tests.conftest import AIKO_COMMAND, aiko
 
 
 def msg(frame):
@@ -187,7 +186,7 @@ def test_aiko_emulate_from_a_separate_process():
     """`aiko emulate` in its own process; python-can's slcan interface over
     socket://; a node made silent by --fault stays unheard; SIGINT stops it,
     and the processors' spinners (--keep-awake spin) with it."""
-    proc = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "emulate", "--nodes",
+    proc = subprocess.Popen([*AIKO_COMMAND, "emulate", "--nodes",
                              "3", "--port", "0", "--fault", "3:silent", "--keep-awake", "spin"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

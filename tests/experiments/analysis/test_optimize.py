@@ -5,7 +5,6 @@ import csv
 import json
 import math
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,7 +27,7 @@ from aiko.experiments.analysis.optimize import (
 )
 from aiko.experiments.analysis.optimize_run import RunFolder
 from aiko.experiments.files.gait_file import load_gait_toml
-from tests.conftest import aiko
+from tests.conftest import AIKO_COMMAND, aiko
 
 SIDEWINDING = PRESETS["sidewinding"]
 
@@ -244,7 +243,7 @@ def test_ctrl_c_keeps_the_history_and_the_same_command_goes_on(tmp_path):
     import time
 
     out = tmp_path / "run"
-    base = [sys.executable, "-m", "aiko.experiments.cli", "optimize", "sidewinding", "--vary",
+    base = [*AIKO_COMMAND, "optimize", "sidewinding", "--vary",
             "A_h,delta_h", "--duration", "1.0", "--popsize", "4", "--seed", "2", "--workers",
             "1", "--out", str(out)]
     proc = subprocess.Popen([*base, "--budget", "40"], stdout=subprocess.PIPE,

@@ -4,7 +4,6 @@ cannot hold the snake."""
 
 import math
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from aiko.experiments.files.start_curve import CurveError, load_start_curve, sta
 from aiko.model import SnakeModel, SnakeParams
 from aiko.model.posture import planar_joint_angles
 from aiko.model.quaternion import rotation_matrix
-from tests.conftest import aiko
+from tests.conftest import AIKO_COMMAND, aiko
 
 P = SnakeParams()
 
@@ -143,7 +142,7 @@ def test_the_simulated_aiko_starts_along_the_curve(tmp_path):
     # the ramp then straightened it for the still gait
     ramp = [e["data"] for _, e in data.events("ramp_done")][0]
     assert ramp["start_deg"][0][0] == pytest.approx(math.degrees(chord), abs=0.01)
-    bad = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "still",
+    bad = subprocess.run([*AIKO_COMMAND, "run", "still",
                           "--start-curve", str(tmp_path / "missing.toml")],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert bad.returncode == 2 and "missing.toml: no such file" in bad.stderr

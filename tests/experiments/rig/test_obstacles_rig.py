@@ -5,7 +5,6 @@ replay takes it from there, `aiko simulate --scene` writes it beside its CSV."""
 import json
 import socket
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from aiko.experiments.analysis.replay_files import replay_trial, simulate_replay
 from aiko.experiments.files.scene_file import load_scene, scene_toml
 from aiko.experiments.files.triallog import read_trial
 from aiko.model.scene import SCENE_PRESETS, Peg, Scene, SceneError, Step
-from tests.conftest import aiko, aiko_run
+from tests.conftest import AIKO_COMMAND, aiko, aiko_run
 
 PEGS = """\
 # two pegs beside the straight snake's middle, touching it within a second of sidewinding
@@ -107,7 +106,7 @@ def test_the_simulated_rig_streams_pegs_as_fixed_objects(tmp_path):
     rx.bind(("127.0.0.1", 0))
     rx.settimeout(60)
     port = rx.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "emulate", "--plant",
+    proc = subprocess.Popen([*AIKO_COMMAND, "emulate", "--plant",
                              "--scene", str(scene), "--udp-target", f"127.0.0.1:{port}",
                              "--mocap-noise-mm", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -18,7 +18,7 @@ from aiko.experiments.analysis.campaign_summary import summarize
 from aiko.experiments.files.campaign_index import CampaignIndex, index_of
 from aiko.experiments.files.campaign_plan import PlanError, load_plan, schedule
 from aiko.experiments.trial.campaign import Campaign, CampaignError, Outcome
-from tests.conftest import aiko
+from tests.conftest import AIKO_COMMAND, aiko
 
 PLAN = """\
 [campaign]
@@ -223,7 +223,7 @@ def test_a_campaign_on_the_simulated_rig_killed_and_resumed(tmp_path):
     again it runs only what is left; the summary covers all four."""
     plan = write_plan(tmp_path)
     folder = tmp_path / "floor-a"
-    proc = subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "campaign", str(plan)],
+    proc = subprocess.Popen([*AIKO_COMMAND, "campaign", str(plan)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -327,7 +327,7 @@ def test_the_operator_prompt_through_a_terminal(tmp_path):
     plan = write_plan(tmp_path, duration=2.0, extra="no_model = true\n")
     pid, fd = pty.fork()
     if pid == 0:   # the child: the campaign on the terminal
-        os.execvp(sys.executable, [sys.executable, "-m", "aiko.experiments.cli", "campaign",
+        os.execvp(sys.executable, [*AIKO_COMMAND, "campaign",
                                    str(plan), "--ask", "always"])
     term = Terminal(fd)
     prompt = "q: stop > "

@@ -13,14 +13,13 @@ bounded: one 6 s trial."""
 import random
 import socket
 import subprocess
-import sys
 import threading
 import time
 
 from aiko.drivers.mocap import ObjectStreamError, decode_object_stream, encode_object_stream
 from aiko.experiments.files.triallog import read_trial
 from aiko.firmware_interface.codec import FrameError, decode
-from tests.conftest import free_port
+from tests.conftest import AIKO_COMMAND, free_port
 
 RATE = 400           # babbled frames a second
 DATAGRAMS = 500      # bad datagrams a second
@@ -65,7 +64,7 @@ def test_a_trial_takes_random_frames_and_datagrams_as_documented(tmp_path):
     port = free_port()
     out = tmp_path / "fuzzed.mcap"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding", "--plant", "ideal",
+        [*AIKO_COMMAND, "run", "sidewinding", "--plant", "ideal",
          "--duration", str(DURATION), "--mocap", f"vicon-udp:{port}",
          "--plant-fault", f"3:babble={RATE}", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

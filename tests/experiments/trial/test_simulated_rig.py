@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -18,6 +17,7 @@ from mcap.reader import make_reader
 from aiko.experiments.analysis.compare import METRIC_KEYS
 from aiko.experiments.files.triallog import TrialLogError, read_trial
 from aiko.firmware_interface.codec import Ref, Sync, decode
+from tests.conftest import AIKO_COMMAND
 
 NODES = 10
 
@@ -167,7 +167,7 @@ def test_ideal_plant_agrees_with_the_parallel_model(ideal_trial, realistic_trial
 
 
 def start_run(out, duration):
-    return subprocess.Popen([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
+    return subprocess.Popen([*AIKO_COMMAND, "run", "sidewinding",
                              "--duration", str(duration), "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -6,7 +6,6 @@ TCP; faults, SIGTERM, a heavy heap (a killed run: test_simulated_rig)."""
 import asyncio
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -21,7 +20,14 @@ from aiko.experiments.trial.runner import jitter_summary
 from aiko.firmware_interface.codec import decode
 from aiko.firmware_interface.emulator import FaultConfig
 from aiko.firmware_interface.protocol import HEARTBEAT_PERIOD, NmtCommand, NodeState
-from tests.conftest import spawn, start_emulator, stop, trial_with_emulator, wait_for_records
+from tests.conftest import (
+    AIKO_COMMAND,
+    spawn,
+    start_emulator,
+    stop,
+    trial_with_emulator,
+    wait_for_records,
+)
 
 
 def periods_in_tx(data):
@@ -132,7 +138,7 @@ def test_aiko_run_against_aiko_emulate_over_slcan(tmp_path):
     emu, channel = start_emulator()
     out_file = tmp_path / "trial.mcap"
     try:
-        run = subprocess.run([sys.executable, "-m", "aiko.experiments.cli", "run", "sidewinding",
+        run = subprocess.run([*AIKO_COMMAND, "run", "sidewinding",
                               "--rig", "robot", "--can-interface", "slcan", "--can-channel",
                               channel, "--bitrate", "1000000", "--nodes", "3", "--duration", "3",
                               "--out", str(out_file)], capture_output=True, text=True, timeout=120)
