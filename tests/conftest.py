@@ -13,7 +13,9 @@ put back here, so the children start with SIGINT's default again."""
 
 import asyncio
 import contextlib
+import fcntl
 import io
+import json
 import logging
 import os
 import shutil
@@ -70,14 +72,34 @@ def aiko_run(*args):
     return aiko("run", *args)
 
 
+def made_once(tmp_path_factory, name, *args):
+    """``aiko run ARGS --out FILE`` made once for the whole test run and shared
+    by the xdist workers (each worker asks; the first makes it under a lock,
+    the others read its result): a trial in virtual time is the same on every
+    run, so one copy serves them all. (the run as a CompletedProcess, FILE)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                        # the workers' common folder
+    folder = base / f"shared-{name}"
+    with open(base / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out, result = folder / f"{name}.mcap", folder / "run.json"
+        if not result.exists():
+            folder.mkdir(exist_ok=True)
+            run = aiko_run(*args, "--out", str(out))
+            result.write_text(json.dumps({"args": run.args, "returncode": run.returncode,
+                                          "stdout": run.stdout, "stderr": run.stderr}))
+        done = json.loads(result.read_text())
+    return subprocess.CompletedProcess(**done), out
+
+
 @pytest.fixture(scope="session")
 def realistic_trial(tmp_path_factory):
     """sidewinding, 5 s, the realistic simulated Aiko (4 deg free play, the
     modules' servo, 0.5 mm mocap noise), in virtual time: the trials the
     analysis tests read (replay, fit, export, info) need no wall clock."""
-    out = tmp_path_factory.mktemp("rig") / "trial.mcap"
-    run = aiko_run("sidewinding", "--time", "virtual", "--duration", "5", "--out", str(out))
-    return run, out
+    return made_once(tmp_path_factory, "trial", "sidewinding", "--time", "virtual",
+                     "--duration", "5")
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +115,8 @@ def realtime_trial(tmp_path_factory):
 @pytest.fixture(scope="session")
 def ideal_trial(tmp_path_factory):
     """sidewinding, 5 s, the ideal simulated Aiko, in virtual time."""
-    out = tmp_path_factory.mktemp("rig") / "ideal.mcap"
-    run = aiko_run("sidewinding", "--plant", "ideal", "--time", "virtual", "--duration", "5",
-                   "--out", str(out))
-    return run, out
+    return made_once(tmp_path_factory, "ideal", "sidewinding", "--plant", "ideal", "--time",
+                     "virtual", "--duration", "5")
 
 
 async def udp_sender(port, subject, malformed_every=0, stop_after=None, deliver=None):

@@ -55,7 +55,8 @@ def wait_for_port(port, proc, timeout=60.0):
 
 @pytest.fixture
 def cluster():
-    """A dask scheduler on a free loopback port and one worker process."""
+    """A dask scheduler on a free loopback port and one worker process (no
+    nanny: nothing here restarts it)."""
     dask = shutil.which("dask")
     if dask is None:
         pytest.fail("the dask command is not installed (dask[distributed])")
@@ -67,7 +68,7 @@ def cluster():
     try:
         wait_for_port(port, scheduler)
         worker = subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1",
-                                   "--nthreads", "1", "--no-dashboard"],
+                                   "--nthreads", "1", "--no-nanny", "--no-dashboard"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         yield f"tcp://127.0.0.1:{port}"
     finally:
