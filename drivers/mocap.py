@@ -11,9 +11,9 @@ read. Sources:
   item u8 id, u16 size (72), char name[24], 3 float64 translation (mm), 3 float64
   rotation (rad). The stream has no occlusion flag or latency: an object missing
   from a datagram is occluded. Malformed datagrams are ignored and counted.
-* :class:`ViconDataStreamSource`: the Vicon DataStream SDK (``vicon_dssdk``,
-  installed with Vicon's SDK, not from PyPI), polled in a worker thread: frame
-  number, segment translation with its occluded flag, total latency.
+* :class:`~aiko.drivers.vendor_mocap.VendorMocapSource`: a Vicon DataStream
+  server through the DataStream SDK's own client (``motioncapture`` from PyPI),
+  in a child process.
 * ``None``: no motion capture.
 
 :class:`MocapLogger` samples a source at a fixed rate on absolute deadlines and
@@ -27,14 +27,13 @@ import asyncio
 import logging
 import math
 import struct
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from aiko.model.errors import AikoError
 
-__all__ = ["MocapSample", "ViconUdpSource", "ViconDataStreamSource", "MocapLogger",
+__all__ = ["MocapSample", "ViconUdpSource", "MocapLogger", "MocapSource",
            "MocapUnavailableError", "encode_object_stream", "decode_object_stream",
            "ObjectStreamError", "VICON_UDP_PORT", "ViconUdpSender"]
 
@@ -208,16 +207,20 @@ class ViconUdpSender:
     objects ``objects(t)`` returns ({name: (x, y, z mm, rx, ry, rz rad)}; None:
     nothing to send yet). ``await sender.run()`` until cancelled. ``deliver``:
     hand each datagram to a receiver in this process instead of a socket
-    (:meth:`ViconUdpSource.take_datagram`, in virtual time)."""
+    (:meth:`ViconUdpSource.take_datagram`, in virtual time). ``on_frame``:
+    also called with every frame sent (frame number, time, objects), e.g. by a
+    DataStream server serving the same frames."""
 
     def __init__(self, target: tuple[str, int], objects: Callable[[float], dict | None],
                  clock, rate: float = 100.0,
-                 deliver: Callable[[bytes], None] | None = None) -> None:
+                 deliver: Callable[[bytes], None] | None = None,
+                 on_frame: Callable[[int, float, dict], None] | None = None) -> None:
         self.target = target
         self.objects = objects
         self.clock = clock
         self.rate = rate
         self.deliver = deliver
+        self.on_frame = on_frame
         self.frame = 0
         self.sent = 0
         self.errors = 0
@@ -252,83 +255,11 @@ class ViconUdpSender:
                     self.sent += 1
                 except OSError:  # nobody listening (ICMP refused): a Vicon keeps sending
                     self.errors += 1
+                if self.on_frame is not None:
+                    self.on_frame(self.frame, now, objs)
                 k = max(k, int((self.clock.now() - t0) * self.rate))
         finally:
             transport.close()
-
-
-class ViconDataStreamSource:
-    """The DataStream SDK, polled by a worker thread (``GetFrame`` blocks)."""
-
-    def __init__(self, host: str, subject: str, segment: str, clock, client=None) -> None:
-        self.host = host
-        self.subject = subject
-        self.segment = segment
-        self.clock = clock
-        self._client = client
-        self._latest: MocapSample | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.errors = 0
-        self.malformed = 0   # the SDK reads the frames; its errors are counted in errors
-
-    @staticmethod
-    def _make_client():
-        try:
-            from vicon_dssdk import ViconDataStream  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise MocapUnavailableError(
-                "vicon-datastream", "the Vicon DataStream SDK's Python module (vicon_dssdk) is "
-                "not installed; it ships with Vicon's DataStream SDK, not on PyPI") from exc
-        return ViconDataStream.Client()
-
-    async def __aenter__(self) -> ViconDataStreamSource:
-        client = self._client or self._make_client()
-        self._client = client
-        try:
-            await asyncio.to_thread(client.Connect, self.host)
-            client.EnableSegmentData()
-            modes = getattr(type(client), "StreamMode", None)
-            if modes is not None:
-                client.SetStreamMode(modes.EServerPush)
-        except Exception as exc:  # the SDK raises its own DataStreamException
-            raise MocapUnavailableError(f"vicon-datastream {self.host}",
-                                        f"cannot connect ({exc})") from exc
-        self._thread = threading.Thread(target=self._poll, name="vicon-datastream", daemon=True)
-        self._thread.start()
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.join, 2.0)
-        try:
-            self._client.Disconnect()
-        except Exception:  # noqa: BLE001 - closing anyway
-            pass
-
-    def _poll(self) -> None:
-        c = self._client
-        while not self._stop.is_set():
-            try:
-                c.GetFrame()
-                frame = int(c.GetFrameNumber())
-                (x, y, z), occluded = c.GetSegmentGlobalTranslation(self.subject, self.segment)
-                latency = float(c.GetLatencyTotal())
-            except Exception as exc:  # noqa: BLE001 - SDK errors: count, keep polling
-                self.errors += 1
-                log.debug("vicon-datastream: %s", exc)
-                self._stop.wait(0.01)
-                continue
-            pos = None if occluded else (x / 1000.0, y / 1000.0, z / 1000.0)
-            self._latest = MocapSample(self.clock.now(), frame, pos, latency)
-
-    def latest(self) -> MocapSample | None:
-        return self._latest
-
-    def latest_objects(self) -> None:
-        """The tracked subject only: the other objects are not read."""
-        return None
 
 
 class MocapLogger:

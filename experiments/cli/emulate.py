@@ -62,13 +62,17 @@ def add_parser(sub) -> None:
                                              "(default 127.0.0.1:51001)")
     g.add_argument("--mocap-rate", type=positive("mocap rate"), default=100.0, metavar="HZ",
                    help="datagrams per second (default 100)")
+    g.add_argument("--datastream-port", type=port, default=None, metavar="PORT",
+                   help="also serve the same frames as a Vicon DataStream server on --host's "
+                        "address, this port (0: any free one, printed; Vicon's own is 801); "
+                        "default: none")
     add_named_flags(g, "emulate", "mu_x", "mu_y")
     g.add_argument("--plant-mu-x", type=nonneg("plant-mu-x"), default=None,
                    help=argparse.SUPPRESS)
     g.add_argument("--plant-mu-y", type=nonneg("plant-mu-y"), default=None,
                    help=argparse.SUPPRESS)
     add_named_flags(g, "emulate", "servo", "backlash_deg", "mocap_noise_mm", "mocap_latency_ms",
-                    "start_curve", "scene")
+                    "mocap_occlusion", "start_curve", "scene")
     g.add_argument("--seed", type=int, default=0, help="seed of the mocap noise")
     g.add_argument("--scene-json", default=None, help=argparse.SUPPRESS)
     g.add_argument("--start-joint-angles-json", default=None, help=argparse.SUPPRESS)
@@ -99,6 +103,9 @@ def _emulate(args: argparse.Namespace, physics: PhysicsProcess | None) -> int:
     from aiko.experiments.rig.simrig import RigConfig, SimulatedRig
     from aiko.firmware_interface.faults import faults_by_node
 
+    if args.datastream_port is not None and physics is None:
+        raise ArgError("aiko emulate: --datastream-port needs --plant (the frames are the "
+                       "simulated Aiko's)")
     faults = faults_by_node(args.fault)
     for node in faults:
         if node > args.nodes:
@@ -107,7 +114,8 @@ def _emulate(args: argparse.Namespace, physics: PhysicsProcess | None) -> int:
     scene = _scene(args)
     plant = _plant(args)
     rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
-                                 plant=plant, udp_target=args.udp_target, mu_x=args.mu_x,
+                                 plant=plant, udp_target=args.udp_target,
+                                 datastream_port=args.datastream_port, mu_x=args.mu_x,
                                  mu_y=args.mu_y, scene=scene,
                                  status_interval=args.status_interval,
                                  keep_awake=args.keep_awake), physics=physics)
@@ -151,6 +159,7 @@ def _plant(args: argparse.Namespace) -> PlantParams | None:
     plant = PlantParams(backlash_deg=args.backlash_deg, servo=args.servo,
                         mocap_noise_mm=args.mocap_noise_mm,
                         mocap_latency_ms=args.mocap_latency_ms, mocap_rate=args.mocap_rate,
+                        mocap_occlusion=tuple(args.mocap_occlusion or ()),
                         mu_x=args.plant_mu_x, mu_y=args.plant_mu_y, seed=args.seed,
                         u_tol=args.u_tol, max_iter=args.max_iter,
                         start_curve=None if args.start_curve is None else str(args.start_curve),
@@ -217,6 +226,10 @@ class _Output:
                   f"link1..link{args.nodes + 1}"
                   + (f", peg1..peg{len(scene.pegs)}" if scene.pegs else "")
                   + f", {args.mocap_rate:g} Hz", flush=True)
+        if info.get("datastream") is not None:
+            host, p = info["datastream"]
+            print(f"motion capture: Vicon DataStream server on {host}:{p}, the same frames "
+                  f"(aiko run --mocap vicon-datastream:{host}:{p})", flush=True)
         if not scene.empty:
             print(f"scene: {scene.describe()}", flush=True)
         print(f"processors: {info['awake']}", flush=True)

@@ -219,7 +219,8 @@ class MocapView:
     ``objects(t)`` gives {"link1": (x, y, z mm, rx, ry, rz), ...} as of t -
     latency (None before anything that old was recorded), then the ``fixed``
     objects (name -> (x, y, z mm)), e.g. the scene's pegs (:func:`peg_objects`),
-    with the same noise.
+    with the same noise. ``occluded``: windows (t0, t1) of capture time (t -
+    latency) in which no link is seen (the fixed objects stay).
 
     ``max_age`` (s, None: no limit): a frame whose due time (t - latency) is
     further than this past the newest recorded state is held back
@@ -233,8 +234,10 @@ class MocapView:
 
     def __init__(self, noise_mm: float = 0.0, latency: float = 0.0, seed: int = 0,
                  prefix: str = "link", fixed: dict[str, tuple[float, float, float]] | None = None,
-                 max_age: float | None = None) -> None:
+                 max_age: float | None = None,
+                 occluded: tuple[tuple[float, float], ...] = ()) -> None:
         self.noise_mm = noise_mm
+        self.occluded = tuple(occluded)
         self.latency = latency
         self.max_age = max_age
         self.held = 0
@@ -270,7 +273,9 @@ class MocapView:
         rot = euler_xyz(rotations)
         if self.noise_mm > 0:
             pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
-        out = {f"{self.prefix}{i + 1}": (*pos[i], *rot[i]) for i in range(pos.shape[0])}
+        hidden = any(t0 <= due < t1 for t0, t1 in self.occluded)
+        out = {} if hidden else {f"{self.prefix}{i + 1}": (*pos[i], *rot[i])
+                                 for i in range(pos.shape[0])}
         for name, xyz in self.fixed.items():
             p = np.asarray(xyz, dtype=float)
             if self.noise_mm > 0:

@@ -26,7 +26,8 @@ class PlantParams:
     ``"ideal"`` (the motor is at its reference at every instant);
     mocap_noise_mm: standard deviation of white noise on every coordinate;
     mocap_latency_ms: age of the positions in each datagram; mocap_rate: datagrams
-    per second (100 Hz like a Vicon system); mu_x, mu_y: the floor's friction
+    per second (100 Hz like a Vicon system); mocap_occlusion: windows (t0, t1)
+    of the robot's time, s, in which motion capture sees no link; mu_x, mu_y: the floor's friction
     (None: the trial's); seed: of the noise; u_tol, max_iter: the contact
     solver's velocity tolerance and iteration cap for the plant's physics
     (:class:`~aiko.model.SolverParams`): the robot's stand-in needs no 1e-8 m/s
@@ -64,6 +65,8 @@ class PlantParams:
     mocap_noise_mm: float = 0.5
     mocap_latency_ms: float = 0.0
     mocap_rate: float = 100.0
+    # windows (t0, t1) of the simulated Aiko's time, s, in which motion capture sees no link
+    mocap_occlusion: tuple[tuple[float, float], ...] = ()
     mu_x: float | None = None
     mu_y: float | None = None
     seed: int = 0
@@ -84,6 +87,9 @@ class PlantParams:
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ParameterError(name, v, "must be a finite number >= 0")
+        for t0, t1 in self.mocap_occlusion:
+            if not (math.isfinite(t0) and math.isfinite(t1) and 0 <= t0 < t1):
+                raise ParameterError("mocap_occlusion", (t0, t1), "must be 0 <= t0 < t1")
         if not (math.isfinite(self.mocap_rate) and self.mocap_rate > 0):
             raise ParameterError("mocap_rate", self.mocap_rate, "must be positive")
         if not (math.isfinite(self.dt) and self.dt > 0):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from aiko.control.faults import TOLERABLE
 from aiko.control.gait import JOINT_LIMIT
 from aiko.control.preflight import OMEGA_MAX
+from aiko.drivers.vendor_mocap import split_address
 from aiko.model.errors import AikoError
 
 __all__ = ["Option", "OPTIONS", "OPTION", "PLAN_KEY", "SettingsError", "MocapSpec",
@@ -62,6 +63,18 @@ def _nonneg(kind: str) -> Callable[[str], float]:
     return checked_number(kind, float, lambda v: v >= 0, "be a number >= 0")
 
 
+def _window(text: str) -> tuple[float, float]:
+    """``T0:T1`` (s, 0 <= T0 < T1) -> (T0, T1); ValueError with a one-line message."""
+    a, sep, b = text.partition(":")
+    try:
+        t0, t1 = float(a), float(b)
+    except ValueError:
+        raise ValueError(f"{text!r}: expected T0:T1 in seconds") from None
+    if not sep or not (math.isfinite(t0) and math.isfinite(t1) and 0 <= t0 < t1):
+        raise ValueError(f"{text!r}: expected T0:T1 with 0 <= T0 < T1")
+    return t0, t1
+
+
 _port = checked_number("port", int, lambda v: 0 <= v <= 65535, "lie in 0..65535")
 _nodes = checked_number("nodes", int, lambda v: 1 <= v <= 63, "lie in 1..63")
 _bitrate = checked_number("bitrate", int, lambda v: v > 0, "be a positive integer")
@@ -79,7 +92,7 @@ class MocapSpec:
 
 
 def parse_mocap_spec(spec: str) -> MocapSpec:
-    """``vicon-udp[:PORT] | vicon-datastream:HOST | none`` (the one place the
+    """``vicon-udp[:PORT] | vicon-datastream:HOST[:PORT] | none`` (the one place the
     spelling is read); ValueError with a one-line message."""
     if spec == "none":
         return MocapSpec("none")
@@ -95,8 +108,10 @@ def parse_mocap_spec(spec: str) -> MocapSpec:
             raise ValueError(f"{spec}: port out of range")
         return MocapSpec(kind, port=port)
     if kind == "vicon-datastream" and arg:
+        split_address(arg, 801)            # a bad port is an error here
         return MocapSpec(kind, host=arg)
-    raise ValueError(f"{spec!r}: expected vicon-udp[:PORT], vicon-datastream:HOST or none")
+    raise ValueError(f"{spec!r}: expected vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or "
+                     "none")
 
 
 # ---------------------------------------------------------------- the table
@@ -170,13 +185,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_speed_deg_s", math.degrees(OMEGA_MAX), "the motors' full-duty speed, deg/s "
            f"(the preflight's; default {math.degrees(OMEGA_MAX):.1f})", RIG,
            parse=_positive("max speed"), metavar="DEG/S"),
-    Option("mocap", None, "vicon-udp[:PORT], vicon-datastream:HOST or none (default: none "
+    Option("mocap", None, "vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or none (default: none "
            "on the robot, the simulated Aiko's stream on the simulated rig)", RIG, _BOTH,
            parse_mocap_spec, metavar="SRC"),
     Option("mocap_subject", "link6", "the tracked object (UDP object name or DataStream "
            "subject; default link6)", RIG, _BOTH, metavar="NAME"),
-    Option("mocap_segment", "link6", "DataStream segment of the subject (default link6)",
-           RIG, _BOTH, metavar="NAME"),
+    Option("mocap_segment", "link6", "DataStream segment of the subject: the DataStream "
+           "client reads a Tracker object, whose one segment bears the subject's name "
+           "(default: the subject's)", RIG, _BOTH, metavar="NAME"),
     Option("mocap_rate", 20.0, "motion-capture logging rate, Hz; the stream must reach it "
            "(default 20)", RIG, _BOTH, _positive("mocap rate"), metavar="HZ"),
     Option("mqtt", None, "telemetry broker, mqtt://[user:pass@]host[:port][/prefix] or "
@@ -276,6 +292,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("mocap_latency_ms", None, "motion-capture latency, the age of the positions in "
            "each datagram", PLANT, ("run", "emulate"), _nonneg("mocap latency"),
            metavar="MS", defaults=(("emulate", 0.0, "default 0"),)),
+    Option("mocap_occlusion", (), "a window of the simulated Aiko's time (s) in which its "
+           "motion capture sees no link (the pegs stay in view), to rehearse an occlusion; "
+           "repeatable", PLANT, ("run", "emulate"), _window, metavar="T0:T1", kind="list"),
     Option("start_curve", None, "the simulated Aiko starts at rest laid along this curve "
            "([curve] polyline or arc; see aiko simulate --start-curve), its joints at those "
            "angles", PLANT, ("run", "emulate"), metavar="FILE.toml",

@@ -309,7 +309,7 @@ def _result(reason: EndReason, fault: TrialFault | None, parts: _TrialParts,
     if logger is not None:
         mocap = {"samples": logger.samples, "stale": logger.stale,
                  "occluded": logger.occluded, "empty": logger.empty,
-                 "malformed": src.malformed}
+                 "malformed": src.malformed, "errors": getattr(src, "errors", 0)}
     return TrialResult(
         reason, fault, parts.streamer.stats, duration, parts.supervisor.nodes_ok(),
         {k: getattr(counters, k) for k in ("tx", "rx", "tx_errors", "rx_errors", "rx_dropped")},

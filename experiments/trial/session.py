@@ -38,8 +38,9 @@ from aiko.control.preflight import Preflight, PreflightRefused, preflight
 from aiko.control.steering import SteeringError, steering_loop
 from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
-from aiko.drivers.mocap import ViconDataStreamSource, ViconUdpSource
+from aiko.drivers.mocap import ViconUdpSource
 from aiko.drivers.priority import request_normal, request_realtime
+from aiko.drivers.vendor_mocap import VendorMocapSource, split_address
 from aiko.drivers.virtual_time import LoopClock, in_virtual_time
 from aiko.experiments.analysis.compare import (
     ComparisonError,
@@ -57,6 +58,7 @@ from aiko.experiments.trial.fanout import Compared, Fanout, Listener, TrialOutco
 from aiko.experiments.trial.listeners import PublishListener, TelemetryListener, TrialLogListener
 from aiko.experiments.trial.model_inline import InlineModel
 from aiko.experiments.trial.model_link import ModelLink, start_model_process
+from aiko.experiments.trial.options import SettingsError
 from aiko.experiments.trial.processes import Child, ChildProcesses, python_module, wait_all_ready
 from aiko.experiments.trial.runner import TrialResult, dbc_attachment, run_trial, trial_metadata
 from aiko.firmware_interface.faults import faults_by_node
@@ -143,9 +145,11 @@ def model_params_for(config: TrialConfig, gait: Gait) -> SnakeParams:
 
 
 def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
-               udp_port: int, scene: Scene | None = None) -> list[str]:
+               udp_port: int, scene: Scene | None = None,
+               datastream_port: int | None = None) -> list[str]:
     """``aiko emulate --plant`` for this trial, speaking JSON lines; the
-    scene goes as JSON (its pegs become motion-capture objects)."""
+    scene goes as JSON (its pegs become motion-capture objects); with
+    ``datastream_port`` it serves DataStream there too (0: any free port)."""
     argv = ["emulate", "--plant", "--nodes", str(config.nodes), "--port", "0",
             "--udp-target", f"127.0.0.1:{udp_port}",
             "--mu-x", repr(params.mu_x), "--mu-y", repr(params.mu_y),
@@ -167,6 +171,10 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
         argv += ["--scene-json", scene_json(scene)]
     for spec in plant.faults:
         argv += ["--fault", spec]
+    for t0, t1 in plant.mocap_occlusion:
+        argv += ["--mocap-occlusion", f"{t0!r}:{t1!r}"]
+    if datastream_port is not None:
+        argv += ["--datastream-port", str(datastream_port)]
     return python_module("aiko.experiments.cli", *argv)
 
 
@@ -190,6 +198,8 @@ async def run_session(config: SessionConfig, gait: Gait, report: SessionReport, 
         clock = TrialClock()
         mocap = await _open_mocap(stack, config, clock)
         children = await _start_children(procs, config, plant_cfg, params, mocap, report, say)
+        if mocap is None and _served_by_plant(config):
+            mocap = await _open_served_mocap(stack, config, report, clock)
         can_channel = config.trial.can_channel
         if config.trial.rig == "simulated":
             can_channel = report.plant["channel"]
@@ -281,6 +291,11 @@ def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
         where = SnakeModel(params, SolverParams(), config.scene)
         check_clear(where, where.initial_state() if start is None else where.state_from_q(start),
                     "the simulated Aiko's start posture")
+    if _served_by_plant(config):
+        host = split_address(config.mocap_host or "", 0)[0]
+        if host not in ("127.0.0.1", "localhost"):
+            raise SettingsError(f"--mocap vicon-datastream:{config.mocap_host}: the simulated "
+                                "Aiko serves DataStream on loopback (127.0.0.1[:PORT])", "mocap")
     if not simulated:
         check_interface(tc.can_interface, tc.can_channel)
     check_log_path(config.out)
@@ -329,20 +344,42 @@ async def _open_viewers(stack: contextlib.AsyncExitStack, config: SessionConfig,
 async def _open_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig, clock):
     """The trial's motion-capture source, open (None: none)."""
     tc = config.trial
-    mocap: ViconUdpSource | ViconDataStreamSource | None = None
+    mocap: ViconUdpSource | VendorMocapSource | None = None
     if tc.mocap.startswith("vicon-udp"):
         simulated = tc.rig == "simulated"
         mocap = ViconUdpSource(tc.mocap_subject, clock,
                                host=config.mocap_host or ("127.0.0.1" if simulated
                                                           else "0.0.0.0"),
                                port=config.mocap_port if config.mocap_port is not None else 0)
-    elif tc.mocap.startswith("vicon-datastream"):
+    elif tc.mocap.startswith("vicon-datastream") and not _served_by_plant(config):
         assert config.mocap_host is not None  # vicon-datastream:HOST names it
-        mocap = ViconDataStreamSource(config.mocap_host, tc.mocap_subject,
-                                      tc.mocap_segment, clock)
+        mocap = VendorMocapSource("vicon-datastream", config.mocap_host, tc.mocap_subject,
+                                  clock)
     if mocap is not None:
         await stack.enter_async_context(mocap)
     return mocap
+
+
+def _served_by_plant(config: SessionConfig) -> bool:
+    """Whether the simulated Aiko serves the trial's DataStream (read once it is up)."""
+    return config.trial.rig == "simulated" and config.trial.mocap.startswith("vicon-datastream")
+
+
+def _datastream_port(config: SessionConfig) -> int:
+    """The port the simulated Aiko serves DataStream on: the spec's, else any free one."""
+    assert config.mocap_host is not None  # vicon-datastream:HOST names it
+    address = config.mocap_host
+    return split_address(address, 0)[1] if ":" in address else 0
+
+
+async def _open_served_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig,
+                             report: SessionReport, clock) -> VendorMocapSource:
+    """The simulated Aiko's DataStream, through the vendor's client."""
+    host, port = report.plant["datastream"]
+    source = VendorMocapSource("vicon-datastream", f"{host}:{port}", config.trial.mocap_subject,
+                               clock)
+    await stack.enter_async_context(source)
+    return source
 
 
 async def _start_children(procs: ChildProcesses, config: SessionConfig,
@@ -357,7 +394,8 @@ async def _start_children(procs: ChildProcesses, config: SessionConfig,
         say("starting the simulated Aiko ...")
         udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
         started.append(await procs.start("simulated Aiko", plant_argv(
-            config.trial, plant_cfg, params, udp_port, config.scene)))
+            config.trial, plant_cfg, params, udp_port, config.scene,
+            _datastream_port(config) if _served_by_plant(config) else None)))
     if config.parallel_model:
         say("starting the parallel model ...")
         started.append(await start_model_process(

@@ -254,6 +254,7 @@ class PlantSettings:
     servo: str | None = None
     mocap_noise_mm: float | None = None
     mocap_latency_ms: float | None = None
+    mocap_occlusion: tuple[tuple[float, float], ...] = ()
     start_curve: str | None = None
     faults: tuple[str, ...] = ()
     seed: int | None = None
@@ -354,6 +355,8 @@ def _known(flags: Mapping[str, Any]) -> dict[str, Any]:
 def _typed(s: dict[str, Setting], rig_file: RigFile | None) -> RunSettings:
     v = {name: setting.value for name, setting in s.items()}
     _check_together(v)
+    if v["mocap_source"] == "vicon-datastream" and s["mocap_segment"].source != "default":
+        _check_segment(v)
     mocap = MocapSettings(source=v["mocap_source"], host=v["mocap_host"], port=v["mocap_port"],
                           subject=v["mocap_subject"], segment=v["mocap_segment"],
                           rate=v["mocap_rate"])
@@ -375,7 +378,7 @@ def _typed(s: dict[str, Setting], rig_file: RigFile | None) -> RunSettings:
     plant = PlantSettings(
         preset=v["plant"], backlash_deg=v["backlash_deg"], servo=v["servo"],
         mocap_noise_mm=v["mocap_noise_mm"], mocap_latency_ms=v["mocap_latency_ms"],
-        start_curve=v["start_curve"], faults=tuple(v["plant_fault"]), seed=v["plant_seed"],
+        mocap_occlusion=tuple(v["mocap_occlusion"]), start_curve=v["start_curve"], faults=tuple(v["plant_fault"]), seed=v["plant_seed"],
         mu=v["plant_mu"], mu_x=v["plant_mu_x"], mu_y=v["plant_mu_y"])
     return RunSettings(rig, trial, steering, plant, s)
 
@@ -399,6 +402,16 @@ def _check_together(v: dict[str, Any]) -> None:
         _check_virtual(v)
     if v["mocap_source"] == "vicon-datastream" and not v["mocap_host"]:
         raise SettingsError("--mocap vicon-datastream needs the DataStream's host", "mocap")
+
+
+def _check_segment(v: dict[str, Any]) -> None:
+    """A segment given for the DataStream is its subject's own (the vendor's
+    client reads a Tracker object: a subject whose one segment bears its name)."""
+    if v["mocap_segment"] != v["mocap_subject"]:
+        raise SettingsError(f"mocap segment {v['mocap_segment']!r}: the DataStream client reads "
+                            "the segment named as its subject (a Tracker object), "
+                            f"{v['mocap_subject']!r}", "mocap_segment")
+
 
 
 def _check_virtual(v: dict[str, Any]) -> None:

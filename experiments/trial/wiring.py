@@ -137,6 +137,8 @@ def plant_params(plant: PlantSettings, nodes: int) -> PlantParams:
                 raise SettingsError(f"--plant-fault for node {node}, but only nodes 1..{nodes} "
                                     "exist", "plant_fault")
         changes["faults"] = tuple(plant.faults)
+    if plant.mocap_occlusion:
+        changes["mocap_occlusion"] = tuple(plant.mocap_occlusion)
     if plant.seed is not None:
         changes["seed"] = plant.seed
     if plant.mu is not None:

@@ -1,21 +1,18 @@
 """MQTT telemetry against a real broker (mosquitto) and with the broker gone;
-motion-capture sources: the Vicon UDP Object Stream and the DataStream SDK (a
-fake with the SDK's method names and return shapes)."""
+the Vicon UDP Object Stream and the motion-capture logger (the DataStream:
+tests/drivers/test_datastream.py)."""
 
 import asyncio
 import json
-import time
 
 import aiomqtt
 import pytest
 
-from aiko.drivers.clock import TrialClock, VirtualClock
+from aiko.drivers.clock import VirtualClock
 from aiko.drivers.mocap import (
     MocapLogger,
     MocapSample,
-    MocapUnavailableError,
     ObjectStreamError,
-    ViconDataStreamSource,
     decode_object_stream,
     encode_object_stream,
 )
@@ -87,77 +84,6 @@ def test_object_stream_codec_and_malformed_datagrams():
                 encode_object_stream(1, {"x": (float("nan"), 0, 0, 0, 0, 0)})):
         with pytest.raises(ObjectStreamError):
             decode_object_stream(bad)
-
-
-class FakeDataStreamClient:
-    """The SDK's method names and return shapes (vicon_dssdk.ViconDataStream.Client)."""
-
-    class StreamMode:
-        EServerPush = 2
-
-    def __init__(self, occluded_frames=range(5, 8)):
-        self.frame = 100
-        self.occluded_frames = occluded_frames
-        self.connected = None
-        self.mode = None
-
-    def Connect(self, host):
-        self.connected = host
-
-    def EnableSegmentData(self):
-        pass
-
-    def SetStreamMode(self, mode):
-        self.mode = mode
-
-    def GetFrame(self):
-        time.sleep(0.005)
-        self.frame += 1
-
-    def GetFrameNumber(self):
-        return self.frame
-
-    def GetSegmentGlobalTranslation(self, subject, segment):
-        assert (subject, segment) == ("aiko", "link6")
-        occluded = (self.frame - 100) in self.occluded_frames
-        return ((0.0, 0.0, 0.0) if occluded else (1000.0, 2000.0, 52.5)), occluded
-
-    def GetLatencyTotal(self):
-        return 0.0042
-
-    def Disconnect(self):
-        self.connected = None
-
-
-def test_datastream_source_with_the_sdk_shapes():
-    async def main():
-        client = FakeDataStreamClient()
-        clock = TrialClock()
-        samples = []
-        src = ViconDataStreamSource("vicon.lab", "aiko", "link6", clock, client=client)
-        async with src:
-            assert client.connected == "vicon.lab" and client.mode == 2
-            logger = MocapLogger(src, clock, lambda t, s: samples.append(s), rate=50)
-            task = asyncio.create_task(logger.run())
-            await asyncio.sleep(0.5)
-            task.cancel()
-        return samples
-
-    samples = asyncio.run(main())
-    real = [s for s in samples if s is not None]
-    assert real and all(s.latency == pytest.approx(0.0042) for s in real)
-    assert all(s.position == (1.0, 2.0, 0.0525) for s in real if not s.occluded)
-
-
-def test_datastream_without_the_sdk_says_how_to_get_it():
-    src = ViconDataStreamSource("vicon.lab", "aiko", "link6", TrialClock())
-
-    async def main():
-        async with src:
-            pass
-
-    with pytest.raises(MocapUnavailableError, match="vicon_dssdk.*not on PyPI"):
-        asyncio.run(main())
 
 
 def test_mocap_logger_marks_stale_frames_and_keeps_occlusions():

@@ -1,8 +1,8 @@
 """Motion capture and the MQTT broker, as a trial would open them.
 
 Motion capture is listened to for :attr:`DoctorConfig.mocap_window` s: the
-frames that arrived give the stream's rate (every UDP datagram; the distinct
-frame numbers polled from the DataStream SDK), which must reach the rate
+frames that arrived give the stream's rate (every UDP datagram; every frame
+the DataStream SDK's client received), which must reach the rate
 the trial logs at (a faster stream is fine, the logger samples it), and the
 subject must be in view in most of them (judged on the newest frame, polled
 every millisecond). The broker must accept a connection
@@ -17,12 +17,8 @@ import ssl
 
 import aiomqtt
 
-from aiko.drivers.mocap import (
-    VICON_UDP_PORT,
-    MocapUnavailableError,
-    ViconDataStreamSource,
-    ViconUdpSource,
-)
+from aiko.drivers.mocap import VICON_UDP_PORT, MocapUnavailableError, ViconUdpSource
+from aiko.drivers.vendor_mocap import VendorMocapSource
 
 from .report import Check, DoctorConfig, Status
 
@@ -33,11 +29,11 @@ VISIBLE_FRACTION = 0.9
 _POLL = 0.001
 
 
-def _source(cfg: DoctorConfig, clock) -> tuple[ViconUdpSource | ViconDataStreamSource, str]:
+def _source(cfg: DoctorConfig, clock) -> tuple[ViconUdpSource | VendorMocapSource, str]:
     if cfg.mocap_source == "vicon-datastream":
         assert cfg.mocap_host is not None  # the rig settings require it
-        return (ViconDataStreamSource(cfg.mocap_host, cfg.mocap_subject, cfg.mocap_segment,
-                                      clock), f"vicon-datastream {cfg.mocap_host}")
+        source = VendorMocapSource("vicon-datastream", cfg.mocap_host, cfg.mocap_subject, clock)
+        return source, source.name
     port = VICON_UDP_PORT if cfg.mocap_port is None else cfg.mocap_port
     host = cfg.mocap_host or "0.0.0.0"
     return ViconUdpSource(cfg.mocap_subject, clock, host, port), f"vicon-udp {host}:{port}"
@@ -52,22 +48,26 @@ async def check_mocap(cfg: DoctorConfig, clock) -> Check:
     names: set[str] = set()
     try:
         async with source:
-            d0 = getattr(source, "datagrams", 0)
+            f0 = _frames(source)
             end = clock.now() + cfg.mocap_window
             while clock.now() < end:
                 sample = source.latest()
                 if sample is not None:
                     frames[sample.frame] = not sample.occluded
-                if isinstance(source, ViconUdpSource) and source.latest_objects() is not None:
-                    names.update(source.latest_objects()[2])  # type: ignore[index]
+                newest = source.latest_objects()
+                if newest is not None:
+                    names.update(newest[2])
                 await asyncio.sleep(_POLL)
-            # UDP: every datagram counted (polling misses those that come in bursts)
-            count = (source.datagrams - d0 if isinstance(source, ViconUdpSource)
-                     else len(frames))
+            # every frame counted (polling misses those that come in bursts)
+            count = _frames(source) - f0
     except MocapUnavailableError as exc:
         return Check("motion capture", Status.FAIL, str(exc),
                      "the Vicon PC, its address and the network to it")
     return _mocap_row(cfg, where, count / cfg.mocap_window, frames, names)
+
+
+def _frames(source: ViconUdpSource | VendorMocapSource) -> int:
+    return source.datagrams if isinstance(source, ViconUdpSource) else source.frames
 
 
 def _mocap_row(cfg: DoctorConfig, where: str, rate: float, frames: dict[int, bool],

@@ -17,14 +17,20 @@ from tests.conftest import aiko, free_port, start_emulator, stop
 
 @pytest.fixture(scope="module")
 def plant_rig():
-    """The simulated Aiko (3 modules) and where its motion capture goes."""
+    """The simulated Aiko (3 modules), where its motion capture goes (UDP),
+    and the port of its DataStream server."""
     udp = free_port()
     proc, channel = start_emulator("--plant", "--udp-target", f"127.0.0.1:{udp}",
-                                   "--mocap-rate", "100")
-    for _ in range(60):      # the ready line that follows the channel's
-        if proc.stdout.readline().startswith("motion capture:"):
+                                   "--mocap-rate", "100", "--datastream-port", "0")
+    datastream = None
+    for _ in range(60):      # the ready lines that follow the channel's
+        m = re.match(r"motion capture: Vicon DataStream server on 127\.0\.0\.1:(\d+)",
+                     proc.stdout.readline())
+        if m:
+            datastream = int(m.group(1))
             break
-    yield channel, udp
+    assert datastream is not None, "no DataStream server line"
+    yield channel, udp, datastream
     stop(proc)
 
 
@@ -82,7 +88,7 @@ def _states(channel, seconds=0.35):
 
 
 def test_every_part_ok_on_the_simulated_aiko(plant_rig, broker, tmp_path):
-    channel, udp = plant_rig
+    channel, udp, _ = plant_rig
     _rig_file(tmp_path, channel, udp, broker)
     out = aiko("doctor", cwd=tmp_path)      # ./aiko.toml by default
     assert out.returncode == 0, out.stdout + out.stderr
@@ -111,7 +117,7 @@ def test_every_part_ok_on_the_simulated_aiko(plant_rig, broker, tmp_path):
 ])
 def test_a_broken_part_fails_its_row_only(plant_rig, broker, tmp_path, broken, flags, part,
                                           words, hint):
-    channel, udp = plant_rig
+    channel, udp, _ = plant_rig
     _rig_file(tmp_path, channel, udp, broker)
     (tmp_path / "notes.txt").write_text("not a folder")
     out = aiko("doctor", *flags(), cwd=tmp_path)
@@ -126,6 +132,30 @@ def test_a_broken_part_fails_its_row_only(plant_rig, broker, tmp_path, broken, f
         others = {p: r for p, r in others.items() if not p.startswith("joint")}
     assert all(_healthy(r) for r in others.values()), out.stdout
     assert re.search(rf"^not ready: {part} \([\d.]+ s\)$", out.stdout, re.M)
+
+
+@pytest.mark.parametrize("subject, served, status, words", [
+    ("link2", True, "ok", "link2 in view in 100 %"),
+    ("aiko", True, "fail", "'aiko' never in view (objects: link1, link2, link3, link4)"),
+    ("link2", False, "fail", "cannot connect"),
+])
+def test_the_datastream_row(plant_rig, broker, tmp_path, subject, served, status, words):
+    """The simulated Aiko's DataStream through the SDK's own client: its rate,
+    the subject in view; a subject it does not serve names those it does; a
+    server that does not answer is one line."""
+    channel, udp, datastream = plant_rig
+    _rig_file(tmp_path, channel, udp, broker)
+    port = datastream if served else free_port()
+    out = aiko("doctor", "--mocap", f"vicon-datastream:127.0.0.1:{port}", "--mocap-subject",
+               subject, cwd=tmp_path)
+    rows = _table(out.stdout)
+    seen = rows["motion capture"]
+    assert seen[0] == status and words in seen[1], out.stdout + out.stderr
+    assert f"vicon-datastream 127.0.0.1:{port}" in seen[1]
+    if status == "ok":
+        rate = float(re.search(r": (\d+) frames/s", seen[1]).group(1))
+        assert 20 <= rate <= 120, seen   # the rig's 100 Hz; a loaded client skips frames
+    assert out.returncode == (0 if status == "ok" else 1)
 
 
 def test_a_silent_module_fails_its_row_the_others_are_put_back(tmp_path):

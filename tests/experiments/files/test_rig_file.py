@@ -145,8 +145,8 @@ def test_aiko_run_with_a_rig_file_against_the_emulator(tmp_path):
 @pytest.mark.parametrize("spec, needle", [
     ("vicon-udp:x", "argument --mocap: vicon-udp:x: the port must be an integer"),
     ("vicon-udp:70000", "argument --mocap: vicon-udp:70000: port out of range"),
-    ("optitrack", "expected vicon-udp[:PORT], vicon-datastream:HOST or none"),
-    ("vicon-datastream", "expected vicon-udp[:PORT], vicon-datastream:HOST or none"),
+    ("optitrack", "expected vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or none"),
+    ("vicon-datastream", "expected vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or none"),
 ])
 def test_a_bad_mocap_flag_is_one_line(spec, needle, tmp_path):
     r = aiko("run", "sidewinding", "--check", "--mocap", spec, cwd=tmp_path)
