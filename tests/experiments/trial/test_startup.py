@@ -196,7 +196,7 @@ def closed_port():
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("case", ["unknown-interface", "refused-adapter", "missing-sdk",
+@pytest.mark.parametrize("case", ["unknown-interface", "refused-adapter", "no-datastream",
                                   "no-such-folder", "existing-log"])
 def test_set_up_errors_are_one_line_exit_2_and_leave_nothing(tmp_path, case):
     port = closed_port()
@@ -207,7 +207,8 @@ def test_set_up_errors_are_one_line_exit_2_and_leave_nothing(tmp_path, case):
                                "--can-channel", "x"],
                               "unknown interface; python-can's interfaces: aiko-loop, canalystii"),
         "refused-adapter": (can, f"CAN slcan socket://127.0.0.1:{port}"),
-        "missing-sdk": (can + ["--mocap", "vicon-datastream:127.0.0.1"], "Vicon"),
+        "no-datastream": (can + ["--mocap", f"vicon-datastream:127.0.0.1:{port}"],
+                          f"motion capture vicon-datastream 127.0.0.1:{port}: cannot connect"),
         "no-such-folder": (can + ["--out", "nowhere/t.mcap"], "no such folder nowhere"),
         "existing-log": (can + ["--out", "old.mcap"], "exists already"),
     }[case]
