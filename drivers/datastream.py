@@ -30,13 +30,14 @@ import math
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["DATASTREAM_PORT", "TICKS_PER_SECOND", "PACKET", "OBJECT_ENUMS", "REQUEST_FRAME",
            "REQUEST_NEXT_FRAME", "STREAM_INFO", "SUBJECT_INFO", "FRAME_INFO",
            "GLOBAL_SEGMENTS", "LATENCY_INFO", "PING", "SERVED", "DataStreamError", "Pose",
            "DataStreamFrame", "item", "packet", "object_enums", "ping", "frame_packet",
            "split_packet", "read_packets", "parse_object_enums", "parse_request_frame",
-           "parse_ping", "parse_frame", "rotation_xyz", "tracker_frame"]
+           "parse_ping", "parse_frame", "rotation_xyz", "tracker_poses"]
 
 DATASTREAM_PORT = 801
 TICKS_PER_SECOND = 135_000_000
@@ -68,8 +69,7 @@ class DataStreamError(ValueError):
     """Bytes that are not a DataStream packet, or an item that does not read."""
 
 
-@dataclass(frozen=True)
-class Pose:
+class Pose(NamedTuple):
     """A segment's global pose: translation (x, y, z) mm, rotation 3x3
     row-major (9 values)."""
 
@@ -98,14 +98,11 @@ def rotation_xyz(rx: float, ry: float, rz: float) -> tuple[float, ...]:
             sx * sz - cx * sy * cz, sx * cz + cx * sy * sz, cx * cy)
 
 
-def tracker_frame(frame: int, objects: Mapping[str, tuple[float, ...]], period: float,
-                  latency: float = 0.0) -> DataStreamFrame:
-    """A Tracker UDP stream's frame (number 1, 2, ...; objects name -> (x, y,
-    z mm, rx, ry, rz rad)) as the same DataStream frame: id ``frame - 1``, so
-    the SDK reports the same frame number."""
-    subjects = {name: Pose((v[0], v[1], v[2]), rotation_xyz(v[3], v[4], v[5]))
-                for name, v in objects.items()}
-    return DataStreamFrame(frame - 1, period, subjects, latency)
+def tracker_poses(objects: Mapping[str, tuple[float, ...]]) -> dict[str, Pose]:
+    """A Tracker UDP stream's objects (name -> (x, y, z mm, rx, ry, rz rad))
+    as DataStream poses."""
+    return {name: Pose((v[0], v[1], v[2]), rotation_xyz(v[3], v[4], v[5]))
+            for name, v in objects.items()}
 
 
 def _string(text: str) -> bytes:

@@ -66,6 +66,10 @@ def add_parser(sub) -> None:
                    help="also serve the same frames as a Vicon DataStream server on --host's "
                         "address, this port (0: any free one, printed; Vicon's own is 801); "
                         "default: none")
+    g.add_argument("--qtm-port", type=port, default=None, metavar="PORT",
+                   help="also serve the same frames as a Qualisys QTM real-time server (6D "
+                        "bodies) on --host's address, this port (0: any free one, printed; "
+                        "QTM's own is 22223); default: none")
     add_named_flags(g, "emulate", "mu_x", "mu_y")
     g.add_argument("--plant-mu-x", type=nonneg("plant-mu-x"), default=None,
                    help=argparse.SUPPRESS)
@@ -103,9 +107,11 @@ def _emulate(args: argparse.Namespace, physics: PhysicsProcess | None) -> int:
     from aiko.experiments.rig.simrig import RigConfig, SimulatedRig
     from aiko.firmware_interface.faults import faults_by_node
 
-    if args.datastream_port is not None and physics is None:
-        raise ArgError("aiko emulate: --datastream-port needs --plant (the frames are the "
-                       "simulated Aiko's)")
+    for flag, value in (("--datastream-port", args.datastream_port),
+                        ("--qtm-port", args.qtm_port)):
+        if value is not None and physics is None:
+            raise ArgError(f"aiko emulate: {flag} needs --plant (the frames are the "
+                           "simulated Aiko's)")
     faults = faults_by_node(args.fault)
     for node in faults:
         if node > args.nodes:
@@ -115,7 +121,8 @@ def _emulate(args: argparse.Namespace, physics: PhysicsProcess | None) -> int:
     plant = _plant(args)
     rig = SimulatedRig(RigConfig(nodes=args.nodes, host=args.host, port=args.port, faults=faults,
                                  plant=plant, udp_target=args.udp_target,
-                                 datastream_port=args.datastream_port, mu_x=args.mu_x,
+                                 datastream_port=args.datastream_port, qtm_port=args.qtm_port,
+                                 mu_x=args.mu_x,
                                  mu_y=args.mu_y, scene=scene,
                                  status_interval=args.status_interval,
                                  keep_awake=args.keep_awake), physics=physics)
@@ -226,10 +233,12 @@ class _Output:
                   f"link1..link{args.nodes + 1}"
                   + (f", peg1..peg{len(scene.pegs)}" if scene.pegs else "")
                   + f", {args.mocap_rate:g} Hz", flush=True)
-        if info.get("datastream") is not None:
-            host, p = info["datastream"]
-            print(f"motion capture: Vicon DataStream server on {host}:{p}, the same frames "
-                  f"(aiko run --mocap vicon-datastream:{host}:{p})", flush=True)
+        for key, what, kind in (("datastream", "Vicon DataStream server", "vicon-datastream"),
+                                ("qtm", "Qualisys QTM RT server", "qualisys")):
+            if info.get(key) is not None:
+                host, p = info[key]
+                print(f"motion capture: {what} on {host}:{p}, the same frames "
+                      f"(aiko run --mocap {kind}:{host}:{p})", flush=True)
         if not scene.empty:
             print(f"scene: {scene.describe()}", flush=True)
         print(f"processors: {info['awake']}", flush=True)

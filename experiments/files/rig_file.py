@@ -13,7 +13,7 @@ command's default)::
     limit_deg = 45.0               # the joints' mechanical limit (the preflight's)
     max_speed_deg_s = 171.9        # the motors' full-duty speed (the preflight's)
     [mocap]
-    source = "vicon-udp"           # vicon-udp | vicon-datastream | none
+    source = "vicon-udp"           # vicon-udp | vicon-datastream | qualisys | none
     host = "192.168.10.2"          # the DataStream host
     port = 51001                   # the UDP port the Tracker sends to
     subject = "link6"
@@ -45,6 +45,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from aiko.drivers.mocap_sources import SERVED_KINDS
 from aiko.experiments.files.tomlfile import read_toml
 from aiko.model.errors import AikoError
 
@@ -54,7 +55,7 @@ __all__ = ["RigFile", "RigFileError", "load_rig_file", "find_rig_file", "RIG_FIL
 RIG_FILE_NAME = "aiko.toml"
 """The rig file read by default from the working folder."""
 
-MOCAP_SOURCES = ("vicon-udp", "vicon-datastream", "none")
+MOCAP_SOURCES = ("vicon-udp", *SERVED_KINDS, "none")
 
 
 class RigFileError(AikoError):
@@ -174,8 +175,8 @@ def load_rig_file(path: str | Path) -> RigFile:
 def _check_together(s: dict[str, Any], src: str) -> None:
     """What single keys cannot say: the DataStream needs its host, the name
     pattern knows {gait} and {time} only."""
-    if s.get("mocap_source") == "vicon-datastream" and "mocap_host" not in s:
-        raise RigFileError(src, "vicon-datastream needs the DataStream's host", "mocap.host")
+    if s.get("mocap_source") in SERVED_KINDS and "mocap_host" not in s:
+        raise RigFileError(src, f"{s['mocap_source']} needs the server's host", "mocap.host")
     if "trials_name" in s:
         try:
             trial_stem(s["trials_name"], "g")

@@ -34,10 +34,12 @@ import numpy as np
 
 from aiko.drivers.awake import Awake, AwakeMode, KeepAwake
 from aiko.drivers.clock import TrialClock
-from aiko.drivers.datastream import tracker_frame
+from aiko.drivers.datastream import tracker_poses
 from aiko.drivers.datastream_server import DataStreamServer
+from aiko.drivers.frame_server import FrameServer
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
 from aiko.drivers.priority import Priority, freeze_heap, request_realtime
+from aiko.drivers.qtm_server import QtmServer
 from aiko.experiments.rig.physics import PhysicsError, PhysicsProcess, PhysicsUpdate
 from aiko.experiments.rig.plant import MocapView, PlantParams, peg_objects
 from aiko.firmware_interface.dbc import load_database
@@ -84,8 +86,9 @@ class RigConfig:
     modules alone (their own first-order servo and free play), else the
     simulated Aiko's settings; udp_target: where the Tracker stream goes;
     mu_x, mu_y: the floor (the plant's own mu, if it sets one, wins);
-    datastream_port: where a Vicon DataStream server serves the same frames
-    on ``host`` (None: none; 0: any free port);
+    datastream_port, qtm_port: where a Vicon DataStream server and a
+    Qualisys QTM RT server serve the same frames on ``host`` (None: none; 0:
+    any free port);
     scene: obstacles on the floor (the plant's; motion capture streams each
     peg as a fixed object ``peg1``, ``peg2``, ... in the scene's order);
     status_interval: seconds between status reports; keep_awake: whether the
@@ -99,6 +102,7 @@ class RigConfig:
     plant: PlantParams | None = None
     udp_target: tuple[str, int] = ("127.0.0.1", VICON_UDP_PORT)
     datastream_port: int | None = None
+    qtm_port: int | None = None
     mu_x: float = 0.2
     mu_y: float = 0.2
     scene: Scene = field(default_factory=Scene)
@@ -193,7 +197,7 @@ class SimulatedRig:
         self.channel: str | None = None
         self.priority: Priority | None = None
         self.sender: ViconUdpSender | None = None
-        self.datastream: DataStreamServer | None = None
+        self.servers: dict[str, FrameServer] = {}   # "datastream", "qtm": serving
         self.joints: EmulatedJoints | None = None
         self.awake: Awake | None = None
 
@@ -269,8 +273,8 @@ class SimulatedRig:
         out["cpu_s"] = time.process_time()
         if self.sender is not None and self.view is not None:
             out.update(mocap_frames=self.sender.sent, mocap_held=self.view.held)
-        if self.datastream is not None:
-            out.update(datastream_clients=self.datastream.clients)
+        for key, server in self.servers.items():
+            out[f"{key}_clients"] = server.clients
         return out
 
     async def run(self, on_ready: Callable[[dict], None] | None = None,
@@ -319,7 +323,7 @@ class SimulatedRig:
                 self.joints = EmulatedJoints(
                     node_bus, self.modules, clock=self.clock.now,
                     after_tick=self._after_tick if self.physics is not None else None)
-                datastream = await self._open_datastream()
+                await self._open_servers()
                 if self.physics is not None and cfg.plant is not None and self.view is not None:
                     self.sender = ViconUdpSender(cfg.udp_target, self.view.objects, self.clock,
                                                  cfg.plant.mocap_rate,
@@ -327,40 +331,48 @@ class SimulatedRig:
                 if on_ready is not None:
                     on_ready({"channel": self.channel, "nodes": cfg.nodes,
                               "udp_target": cfg.udp_target if self.physics is not None else None,
-                              "datastream": None if datastream is None
-                              else (datastream.host, datastream.port),
+                              **{key: None if key not in self.servers else
+                                 (self.servers[key].host, self.servers[key].port)
+                                 for key in ("datastream", "qtm")},
                               "awake": str(self.awake)})
                 with self._updates_on_arrival():
                     await self._serve_tasks(on_status)
             finally:
-                if self.datastream is not None:
-                    await self.datastream.__aexit__(None, None, None)
+                for server in self.servers.values():
+                    await server.__aexit__(None, None, None)
                 await adapter.__aexit__(None, None, None)
         finally:
             node_bus.shutdown()
             adapter_bus.shutdown()
 
-    async def _open_datastream(self) -> DataStreamServer | None:
-        """The DataStream server of ``config.datastream_port`` (with a plant),
-        listening; RigStartError if it cannot."""
-        cfg = self.config
-        if cfg.datastream_port is None or self.physics is None:
-            return None
-        server = DataStreamServer(cfg.host, cfg.datastream_port)
-        try:
-            await server.__aenter__()
-        except OSError as exc:
-            raise RigStartError(f"DataStream server on {cfg.host}:{cfg.datastream_port}",
-                                f"cannot listen ({exc.strerror})") from exc
-        self.datastream = server
-        return server
+    async def _open_servers(self) -> None:
+        """The DataStream and QTM RT servers the config asks for (with a
+        plant), listening; RigStartError if one cannot."""
+        cfg, plant = self.config, self.config.plant
+        if self.physics is None or plant is None:
+            return
+        wanted: list[tuple[str, str, FrameServer]] = []
+        if cfg.datastream_port is not None:
+            wanted.append(("datastream", "DataStream server", DataStreamServer(
+                cfg.host, cfg.datastream_port, 1.0 / plant.mocap_rate,
+                plant.mocap_latency_ms / 1000.0)))
+        if cfg.qtm_port is not None:
+            wanted.append(("qtm", "QTM RT server", QtmServer(cfg.host, cfg.qtm_port,
+                                                             plant.mocap_rate)))
+        for key, what, server in wanted:
+            try:
+                await server.__aenter__()
+            except OSError as exc:
+                raise RigStartError(f"{what} on {cfg.host}:{server.port}",
+                                    f"cannot listen ({exc.strerror})") from exc
+            self.servers[key] = server
 
     def _serve_frame(self, frame: int, t: float, objects: dict) -> None:
-        """Each Tracker frame also to the DataStream's clients."""
-        plant = self.config.plant
-        if self.datastream is not None and plant is not None:
-            self.datastream.publish(tracker_frame(frame, objects, 1.0 / plant.mocap_rate,
-                                                  plant.mocap_latency_ms / 1000.0))
+        """Each Tracker frame also to the servers' clients."""
+        if self.servers:
+            poses = tracker_poses(objects)
+            for server in self.servers.values():
+                server.publish(frame, t, poses)
 
     @contextlib.contextmanager
     def _updates_on_arrival(self) -> Iterator[None]:

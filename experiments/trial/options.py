@@ -15,11 +15,16 @@ from typing import Any, Literal
 from aiko.control.faults import TOLERABLE
 from aiko.control.gait import JOINT_LIMIT
 from aiko.control.preflight import OMEGA_MAX
+from aiko.drivers.mocap_sources import SERVED_KINDS
 from aiko.drivers.vendor_mocap import split_address
 from aiko.model.errors import AikoError
 
 __all__ = ["Option", "OPTIONS", "OPTION", "PLAN_KEY", "SettingsError", "MocapSpec",
            "parse_mocap_spec", "FAULT_KINDS", "checked_number", "options_of"]
+
+MOCAP_SPELLING = ("vicon-udp[:PORT], " + ", ".join(f"{k}:HOST[:PORT]" for k in SERVED_KINDS)
+                  + " or none")
+"""What ``--mocap`` takes."""
 
 FAULT_KINDS = TOLERABLE
 """The faults ``--tolerate`` may name (every other fault always stops a trial;
@@ -92,7 +97,8 @@ class MocapSpec:
 
 
 def parse_mocap_spec(spec: str) -> MocapSpec:
-    """``vicon-udp[:PORT] | vicon-datastream:HOST[:PORT] | none`` (the one place the
+    """``vicon-udp[:PORT] | vicon-datastream:HOST[:PORT] | qualisys:HOST[:PORT] |
+    none`` (the one place the
     spelling is read); ValueError with a one-line message."""
     if spec == "none":
         return MocapSpec("none")
@@ -107,11 +113,10 @@ def parse_mocap_spec(spec: str) -> MocapSpec:
         if not 0 <= port <= 65535:
             raise ValueError(f"{spec}: port out of range")
         return MocapSpec(kind, port=port)
-    if kind == "vicon-datastream" and arg:
-        split_address(arg, 801)            # a bad port is an error here
+    if kind in SERVED_KINDS and arg:
+        split_address(arg, SERVED_KINDS[kind].port)     # a bad port is an error here
         return MocapSpec(kind, host=arg)
-    raise ValueError(f"{spec!r}: expected vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or "
-                     "none")
+    raise ValueError(f"{spec!r}: expected {MOCAP_SPELLING}")
 
 
 # ---------------------------------------------------------------- the table
@@ -185,7 +190,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_speed_deg_s", math.degrees(OMEGA_MAX), "the motors' full-duty speed, deg/s "
            f"(the preflight's; default {math.degrees(OMEGA_MAX):.1f})", RIG,
            parse=_positive("max speed"), metavar="DEG/S"),
-    Option("mocap", None, "vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or none (default: none "
+    Option("mocap", None, f"{MOCAP_SPELLING} (default: none "
            "on the robot, the simulated Aiko's stream on the simulated rig)", RIG, _BOTH,
            parse_mocap_spec, metavar="SRC"),
     Option("mocap_subject", "link6", "the tracked object (UDP object name or DataStream "

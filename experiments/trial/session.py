@@ -38,9 +38,10 @@ from aiko.control.preflight import Preflight, PreflightRefused, preflight
 from aiko.control.steering import SteeringError, steering_loop
 from aiko.drivers.can_bus import CanDriver, check_interface
 from aiko.drivers.clock import TrialClock
-from aiko.drivers.mocap import ViconUdpSource
+from aiko.drivers.mocap import MocapSource, ViconUdpSource
+from aiko.drivers.mocap_sources import SERVED_KINDS, open_served_source
 from aiko.drivers.priority import request_normal, request_realtime
-from aiko.drivers.vendor_mocap import VendorMocapSource, split_address
+from aiko.drivers.vendor_mocap import split_address
 from aiko.drivers.virtual_time import LoopClock, in_virtual_time
 from aiko.experiments.analysis.compare import (
     ComparisonError,
@@ -146,10 +147,11 @@ def model_params_for(config: TrialConfig, gait: Gait) -> SnakeParams:
 
 def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
                udp_port: int, scene: Scene | None = None,
-               datastream_port: int | None = None) -> list[str]:
+               served: tuple[str, int] | None = None) -> list[str]:
     """``aiko emulate --plant`` for this trial, speaking JSON lines; the
     scene goes as JSON (its pegs become motion-capture objects); with
-    ``datastream_port`` it serves DataStream there too (0: any free port)."""
+    ``served`` (a kind of :data:`~aiko.drivers.mocap_sources.SERVED_KINDS`, a
+    port; 0: any free one) it serves that system's protocol too."""
     argv = ["emulate", "--plant", "--nodes", str(config.nodes), "--port", "0",
             "--udp-target", f"127.0.0.1:{udp_port}",
             "--mu-x", repr(params.mu_x), "--mu-y", repr(params.mu_y),
@@ -173,8 +175,8 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
         argv += ["--fault", spec]
     for t0, t1 in plant.mocap_occlusion:
         argv += ["--mocap-occlusion", f"{t0!r}:{t1!r}"]
-    if datastream_port is not None:
-        argv += ["--datastream-port", str(datastream_port)]
+    if served is not None:
+        argv += [_SERVER_FLAG[served[0]], str(served[1])]
     return python_module("aiko.experiments.cli", *argv)
 
 
@@ -294,8 +296,8 @@ def _check(config: SessionConfig, gait: Gait, params: SnakeParams,
     if _served_by_plant(config):
         host = split_address(config.mocap_host or "", 0)[0]
         if host not in ("127.0.0.1", "localhost"):
-            raise SettingsError(f"--mocap vicon-datastream:{config.mocap_host}: the simulated "
-                                "Aiko serves DataStream on loopback (127.0.0.1[:PORT])", "mocap")
+            raise SettingsError(f"--mocap {config.trial.mocap}: the simulated Aiko serves "
+                                "motion capture on loopback (127.0.0.1[:PORT])", "mocap")
     if not simulated:
         check_interface(tc.can_interface, tc.can_channel)
     check_log_path(config.out)
@@ -344,40 +346,50 @@ async def _open_viewers(stack: contextlib.AsyncExitStack, config: SessionConfig,
 async def _open_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig, clock):
     """The trial's motion-capture source, open (None: none)."""
     tc = config.trial
-    mocap: ViconUdpSource | VendorMocapSource | None = None
+    mocap: MocapSource | None = None
     if tc.mocap.startswith("vicon-udp"):
         simulated = tc.rig == "simulated"
         mocap = ViconUdpSource(tc.mocap_subject, clock,
                                host=config.mocap_host or ("127.0.0.1" if simulated
                                                           else "0.0.0.0"),
                                port=config.mocap_port if config.mocap_port is not None else 0)
-    elif tc.mocap.startswith("vicon-datastream") and not _served_by_plant(config):
-        assert config.mocap_host is not None  # vicon-datastream:HOST names it
-        mocap = VendorMocapSource("vicon-datastream", config.mocap_host, tc.mocap_subject,
-                                  clock)
+    elif (kind := _served_kind(config)) is not None and not _served_by_plant(config):
+        assert config.mocap_host is not None  # KIND:HOST names it
+        mocap = open_served_source(kind, config.mocap_host, tc.mocap_subject, clock)
     if mocap is not None:
         await stack.enter_async_context(mocap)
     return mocap
 
 
+_SERVER_FLAG = {"vicon-datastream": "--datastream-port", "qualisys": "--qtm-port"}
+_SERVER_KEY = {"vicon-datastream": "datastream", "qualisys": "qtm"}   # in its ready line
+
+
+def _served_kind(config: SessionConfig) -> str | None:
+    """The trial's motion capture if it is read from a server (KIND:HOST)."""
+    kind = config.trial.mocap.partition(":")[0]
+    return kind if kind in SERVED_KINDS else None
+
+
 def _served_by_plant(config: SessionConfig) -> bool:
-    """Whether the simulated Aiko serves the trial's DataStream (read once it is up)."""
-    return config.trial.rig == "simulated" and config.trial.mocap.startswith("vicon-datastream")
+    """Whether the simulated Aiko serves the trial's motion capture (read once it is up)."""
+    return config.trial.rig == "simulated" and _served_kind(config) is not None
 
 
-def _datastream_port(config: SessionConfig) -> int:
-    """The port the simulated Aiko serves DataStream on: the spec's, else any free one."""
-    assert config.mocap_host is not None  # vicon-datastream:HOST names it
+def _server_port(config: SessionConfig) -> int:
+    """The port the simulated Aiko serves on: the spec's, else any free one."""
+    assert config.mocap_host is not None  # KIND:HOST names it
     address = config.mocap_host
     return split_address(address, 0)[1] if ":" in address else 0
 
 
 async def _open_served_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig,
-                             report: SessionReport, clock) -> VendorMocapSource:
-    """The simulated Aiko's DataStream, through the vendor's client."""
-    host, port = report.plant["datastream"]
-    source = VendorMocapSource("vicon-datastream", f"{host}:{port}", config.trial.mocap_subject,
-                               clock)
+                             report: SessionReport, clock) -> MocapSource:
+    """The simulated Aiko's server, through the vendor's client."""
+    kind = _served_kind(config)
+    assert kind is not None
+    host, port = report.plant[_SERVER_KEY[kind]]
+    source = open_served_source(kind, f"{host}:{port}", config.trial.mocap_subject, clock)
     await stack.enter_async_context(source)
     return source
 
@@ -393,9 +405,10 @@ async def _start_children(procs: ChildProcesses, config: SessionConfig,
     if config.trial.rig == "simulated":
         say("starting the simulated Aiko ...")
         udp_port = mocap.port if isinstance(mocap, ViconUdpSource) else 51001
+        kind = _served_kind(config)
+        served = (kind, _server_port(config)) if kind is not None else None
         started.append(await procs.start("simulated Aiko", plant_argv(
-            config.trial, plant_cfg, params, udp_port, config.scene,
-            _datastream_port(config) if _served_by_plant(config) else None)))
+            config.trial, plant_cfg, params, udp_port, config.scene, served)))
     if config.parallel_model:
         say("starting the parallel model ...")
         started.append(await start_model_process(

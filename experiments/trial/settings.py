@@ -36,6 +36,7 @@ from typing import Any, Literal
 from aiko.control.gait import JOINT_LIMIT
 from aiko.control.preflight import OMEGA_MAX
 from aiko.drivers.mocap import VICON_UDP_PORT
+from aiko.drivers.mocap_sources import SERVED_KINDS
 from aiko.experiments.files.rig_file import RigFile, find_rig_file, load_rig_file
 
 from .options import (
@@ -174,7 +175,7 @@ class MocapSettings:
         port = self.port
         if rig == "robot" and source == "vicon-udp" and port is None:
             port = VICON_UDP_PORT
-        return MocapSettings(source, self.host if source == "vicon-datastream" else None,
+        return MocapSettings(source, self.host if source in SERVED_KINDS else None,
                              port, self.subject, self.segment, self.rate)
 
     @property
@@ -182,8 +183,8 @@ class MocapSettings:
         """The ``--mocap`` spelling (``vicon-udp:51001``, ...)."""
         if self.source == "vicon-udp" and self.port is not None:
             return f"vicon-udp:{self.port}"
-        if self.source == "vicon-datastream":
-            return f"vicon-datastream:{self.host}"
+        if self.source in SERVED_KINDS:
+            return f"{self.source}:{self.host}"
         return self.source
 
 
@@ -400,8 +401,8 @@ def _check_together(v: dict[str, Any]) -> None:
                             "plant_fault")
     if v["time"] == "virtual":
         _check_virtual(v)
-    if v["mocap_source"] == "vicon-datastream" and not v["mocap_host"]:
-        raise SettingsError("--mocap vicon-datastream needs the DataStream's host", "mocap")
+    if v["mocap_source"] in SERVED_KINDS and not v["mocap_host"]:
+        raise SettingsError(f"--mocap {v['mocap_source']} needs the server's host", "mocap")
 
 
 def _check_segment(v: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ from aiko.drivers.datastream import (
     read_packets,
     rotation_xyz,
     split_packet,
-    tracker_frame,
+    tracker_poses,
 )
 from aiko.drivers.datastream_server import DataStreamServer
 from aiko.drivers.mocap import MocapUnavailableError
@@ -115,10 +115,10 @@ def test_the_rotation_is_rx_ry_rz_in_that_order(rx, ry, rz):
     assert rotation_xyz(rx, ry, rz) == pytest.approx([v for row in want for v in row], abs=1e-12)
 
 
-def test_a_tracker_frame_keeps_its_number_and_its_objects():
-    f = tracker_frame(7, {"link6": (1.0, 2.0, 3.0, 0.0, 0.0, 0.0)}, 0.01, 0.002)
-    assert f.frame_id == 6     # the SDK reports id + 1: frame 7, as the UDP stream said
-    assert f.subjects["link6"].translation == (1.0, 2.0, 3.0)
+def test_a_tracker_object_is_a_pose():
+    poses = tracker_poses({"link6": (1.0, 2.0, 3.0, 0.0, 0.0, 0.3)})
+    assert poses["link6"] == Pose((1.0, 2.0, 3.0), rotation_xyz(0.0, 0.0, 0.3))
+    f = DataStreamFrame(6, 0.01, poses, 0.002)
     kinds = [k for k, _ in split_packet(frame_packet(f))]
     assert kinds == [STREAM_INFO, SUBJECT_INFO, FRAME_INFO, GLOBAL_SEGMENTS, 26]
 
@@ -157,7 +157,7 @@ async def _publish(server: DataStreamServer, rate: float, until) -> int:
     t0 = time.monotonic()
     while not until():
         k += 1
-        server.publish(DataStreamFrame(k, 1 / rate, _subjects(k)))
+        server.publish(k, time.monotonic() - t0, _subjects(k))   # the SDK's frame k
         await asyncio.sleep(max(0.0, t0 + k / rate - time.monotonic()))
     return k
 

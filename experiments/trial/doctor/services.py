@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from typing import Any
 
 import aiomqtt
 
 from aiko.drivers.mocap import VICON_UDP_PORT, MocapUnavailableError, ViconUdpSource
-from aiko.drivers.vendor_mocap import VendorMocapSource
+from aiko.drivers.mocap_sources import SERVED_KINDS, open_served_source
 
 from .report import Check, DoctorConfig, Status
 
@@ -29,11 +30,11 @@ VISIBLE_FRACTION = 0.9
 _POLL = 0.001
 
 
-def _source(cfg: DoctorConfig, clock) -> tuple[ViconUdpSource | VendorMocapSource, str]:
-    if cfg.mocap_source == "vicon-datastream":
+def _source(cfg: DoctorConfig, clock) -> tuple[Any, str]:
+    if cfg.mocap_source in SERVED_KINDS:
         assert cfg.mocap_host is not None  # the rig settings require it
-        source = VendorMocapSource("vicon-datastream", cfg.mocap_host, cfg.mocap_subject, clock)
-        return source, source.name
+        source = open_served_source(cfg.mocap_source, cfg.mocap_host, cfg.mocap_subject, clock)
+        return source, getattr(source, "name", cfg.mocap_source)
     port = VICON_UDP_PORT if cfg.mocap_port is None else cfg.mocap_port
     host = cfg.mocap_host or "0.0.0.0"
     return ViconUdpSource(cfg.mocap_subject, clock, host, port), f"vicon-udp {host}:{port}"
@@ -66,7 +67,8 @@ async def check_mocap(cfg: DoctorConfig, clock) -> Check:
     return _mocap_row(cfg, where, count / cfg.mocap_window, frames, names)
 
 
-def _frames(source: ViconUdpSource | VendorMocapSource) -> int:
+def _frames(source: Any) -> int:
+    """Every frame the source received (a UDP source's datagrams)."""
     return source.datagrams if isinstance(source, ViconUdpSource) else source.frames
 
 

@@ -21,16 +21,18 @@ def plant_rig():
     and the port of its DataStream server."""
     udp = free_port()
     proc, channel = start_emulator("--plant", "--udp-target", f"127.0.0.1:{udp}",
-                                   "--mocap-rate", "100", "--datastream-port", "0")
-    datastream = None
+                                   "--mocap-rate", "100", "--datastream-port", "0",
+                                   "--qtm-port", "0")
+    served = {}
     for _ in range(60):      # the ready lines that follow the channel's
-        m = re.match(r"motion capture: Vicon DataStream server on 127\.0\.0\.1:(\d+)",
-                     proc.stdout.readline())
+        m = re.match(r"motion capture: .* on 127\.0\.0\.1:(\d+), the same frames \(aiko "
+                     r"run --mocap ([a-z-]+):", proc.stdout.readline())
         if m:
-            datastream = int(m.group(1))
-            break
-    assert datastream is not None, "no DataStream server line"
-    yield channel, udp, datastream
+            served[m.group(2)] = int(m.group(1))
+            if len(served) == 2:
+                break
+    assert set(served) == {"vicon-datastream", "qualisys"}, served
+    yield channel, udp, served
     stop(proc)
 
 
@@ -134,24 +136,26 @@ def test_a_broken_part_fails_its_row_only(plant_rig, broker, tmp_path, broken, f
     assert re.search(rf"^not ready: {part} \([\d.]+ s\)$", out.stdout, re.M)
 
 
+@pytest.mark.parametrize("kind", ["vicon-datastream", "qualisys"])
 @pytest.mark.parametrize("subject, served, status, words", [
     ("link2", True, "ok", "link2 in view in 100 %"),
     ("aiko", True, "fail", "'aiko' never in view (objects: link1, link2, link3, link4)"),
     ("link2", False, "fail", "cannot connect"),
 ])
-def test_the_datastream_row(plant_rig, broker, tmp_path, subject, served, status, words):
-    """The simulated Aiko's DataStream through the SDK's own client: its rate,
-    the subject in view; a subject it does not serve names those it does; a
-    server that does not answer is one line."""
-    channel, udp, datastream = plant_rig
+def test_the_served_mocap_row(plant_rig, broker, tmp_path, kind, subject, served, status,
+                              words):
+    """The simulated Aiko's DataStream and QTM RT servers through the vendors'
+    own clients: the rate, the subject in view; a subject not served names
+    those that are; a server that does not answer is one line."""
+    channel, udp, ports = plant_rig
     _rig_file(tmp_path, channel, udp, broker)
-    port = datastream if served else free_port()
-    out = aiko("doctor", "--mocap", f"vicon-datastream:127.0.0.1:{port}", "--mocap-subject",
+    port = ports[kind] if served else free_port()
+    out = aiko("doctor", "--mocap", f"{kind}:127.0.0.1:{port}", "--mocap-subject",
                subject, cwd=tmp_path)
     rows = _table(out.stdout)
     seen = rows["motion capture"]
     assert seen[0] == status and words in seen[1], out.stdout + out.stderr
-    assert f"vicon-datastream 127.0.0.1:{port}" in seen[1]
+    assert f"{kind} 127.0.0.1:{port}" in seen[1]
     if status == "ok":
         rate = float(re.search(r": (\d+) frames/s", seen[1]).group(1))
         assert 20 <= rate <= 120, seen   # the rig's 100 Hz; a loaded client skips frames

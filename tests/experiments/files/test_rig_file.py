@@ -15,6 +15,7 @@ from aiko.experiments.files.rig_file import (
     trial_stem,
 )
 from aiko.experiments.files.triallog import read_trial
+from aiko.experiments.trial.options import MOCAP_SPELLING
 from aiko.experiments.trial.settings import build_settings
 from tests.conftest import aiko, aiko_process, start_emulator, stop
 
@@ -55,7 +56,7 @@ def test_flags_override_the_file_which_overrides_the_defaults(tmp_path):
     ("[joints]\nlimit_deg = -5\n", "joints.limit_deg", "positive"),
     ('[mocap]\nsource = "optitrack"\n', "mocap.source", "one of vicon-udp"),
     ("[mocap]\nport = 70000\n", "mocap.port", "1..65535"),
-    ('[mocap]\nsource = "vicon-datastream"\n', "mocap.host", "needs the DataStream's host"),
+    ('[mocap]\nsource = "vicon-datastream"\n', "mocap.host", "needs the server's host"),
     ('[mqtt]\nurl = "mqtt://b"\npassword_env = "A B"\n', "mqtt.password_env",
      "environment variable"),
     ('[mqtt]\npassword_env = "X"\n', "mqtt.password_env", "without a broker"),
@@ -145,8 +146,8 @@ def test_aiko_run_with_a_rig_file_against_the_emulator(tmp_path):
 @pytest.mark.parametrize("spec, needle", [
     ("vicon-udp:x", "argument --mocap: vicon-udp:x: the port must be an integer"),
     ("vicon-udp:70000", "argument --mocap: vicon-udp:70000: port out of range"),
-    ("optitrack", "expected vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or none"),
-    ("vicon-datastream", "expected vicon-udp[:PORT], vicon-datastream:HOST[:PORT] or none"),
+    ("optitrack", f"expected {MOCAP_SPELLING}"),
+    ("vicon-datastream", f"expected {MOCAP_SPELLING}"),
 ])
 def test_a_bad_mocap_flag_is_one_line(spec, needle, tmp_path):
     r = aiko("run", "sidewinding", "--check", "--mocap", spec, cwd=tmp_path)

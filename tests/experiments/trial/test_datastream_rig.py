@@ -1,7 +1,8 @@
-"""The simulated Aiko's Vicon DataStream, in real time: `aiko run` reads link 6
-through the DataStream SDK's own client at 20 Hz, an occlusion injected in the
-simulated Aiko is logged as occluded samples and the trial goes on; and the
-rig's DataStream carries the very frames of its Tracker UDP stream."""
+"""The simulated Aiko's Vicon DataStream and Qualisys QTM RT servers, in real
+time: `aiko run` reads link 6 through each vendor's own client at 20 Hz, an
+occlusion injected in the simulated Aiko is logged as occluded samples and the
+trial goes on; and the rig's DataStream carries the very frames of its Tracker
+UDP stream."""
 
 import asyncio
 import re
@@ -15,9 +16,10 @@ from aiko.experiments.files.triallog import read_trial
 from tests.conftest import aiko, aiko_process, free_port, spawn, stop
 
 
-def test_aiko_run_reads_the_simulated_aiko_through_datastream(tmp_path):
+@pytest.mark.parametrize("kind", ["vicon-datastream", "qualisys"])
+def test_aiko_run_reads_the_simulated_aiko_through_a_vendors_client(tmp_path, kind):
     out = tmp_path / "ds.mcap"
-    r = aiko_process("run", "sidewinding", "--mocap", "vicon-datastream:127.0.0.1",
+    r = aiko_process("run", "sidewinding", "--mocap", f"{kind}:127.0.0.1",
                      "--duration", "4", "--no-model", "--mocap-occlusion", "1.5:2.1",
                      "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -36,6 +38,9 @@ def test_aiko_run_reads_the_simulated_aiko_through_datastream(tmp_path):
     assert abs(seen[-1]["x"] - seen[0]["x"]) + abs(seen[-1]["y"] - seen[0]["y"]) > 0.05
     frames = [s["frame"] for s in seen]
     assert frames == sorted(frames)                      # never an older frame
+    if kind == "qualisys":      # QTM's own frame numbers: the rig's at 100 Hz, 5 a sample
+        steps = [b - a for a, b in zip(frames, frames[1:], strict=False)]
+        assert sorted(steps)[len(steps) // 2] == 5, steps
     assert "'occluded': " in r.stdout and "'errors': 0" in r.stdout
 
 
@@ -86,7 +91,8 @@ async def _both(udp: int, port: int) -> tuple[list, list]:
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--mocap", "vicon-datastream:192.168.10.2"], "serves DataStream on loopback"),
+    (["--mocap", "vicon-datastream:192.168.10.2"], "serves motion capture on loopback"),
+    (["--mocap", "qualisys:qtm.lab"], "serves motion capture on loopback"),
     (["--mocap", "vicon-datastream:127.0.0.1:x"], "the port must be an integer"),
     (["--mocap", "vicon-datastream:127.0.0.1", "--mocap-segment", "root"],
      "reads the segment named as its subject"),

@@ -95,7 +95,7 @@ def test_settings_that_do_not_go_together(tmp_path):
                            ({"plant_mu": 0.2, "plant_mu_x": 0.1}, "--plant-mu or"),
                            ({"rig": "robot", "start_curve": "c.toml"}, "robot starts where"),
                            ({"rig": "robot", "plant_fault": ("2:silent",)}, "simulated Aiko"),
-                           ({"mocap": MocapSpec("vicon-datastream")}, "needs the DataStream")]:
+                           ({"mocap": MocapSpec("vicon-datastream")}, "needs the server's host")]:
         with pytest.raises(SettingsError, match=needle):
             build_settings(values, cwd=tmp_path)
     with pytest.raises(SettingsError, match="not a setting"):
