@@ -8,9 +8,11 @@ refuses a trial for, and every EMCY code, from aiko.control.faults),
 docs/.ref/plants.md (the simulated Aiko's two plants, from
 aiko.experiments.rig.plant_params.PlantParams), docs/.ref/csv-columns.md
 (the files and columns of `aiko export --format csv`, from
-aiko.experiments.analysis.export) and docs/.ref/rig-file-keys.md (every key
+aiko.experiments.analysis.export), docs/.ref/rig-file-keys.md (every key
 of the rig file, the flag it stands for, its default and help, from
-aiko.experiments.files.rig_file and the settings' table).
+aiko.experiments.files.rig_file and the settings' table) and
+docs/.ref/plan-keys.md (a campaign plan's keys, from
+aiko.experiments.files.campaign_plan and the settings' table).
 
     python docs/reference_tables.py     # regenerate after changing a schema
 
@@ -158,7 +160,8 @@ def rig_file_table() -> str:
         "mocap_source": ("`--mocap SOURCE`", f"the motion capture: {', '.join(MOCAP_SOURCES)} "
                          "(none: the Tracker stream of the simulated Aiko on the simulated "
                          "rig, no motion capture on the robot)"),
-        "mocap_host": ("`--mocap vicon-datastream:HOST`", "the DataStream server's host"),
+        "mocap_host": ("`--mocap KIND:HOST[:PORT]`", "the motion capture server's address "
+                       "(vicon-datastream, qualisys)"),
         "mocap_port": ("`--mocap vicon-udp:PORT`", "the UDP port the Tracker stream comes to "
                        f"(none: {VICON_UDP_PORT} on the robot, a free port on the simulated "
                        "rig)"),
@@ -178,10 +181,49 @@ def rig_file_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+CAMPAIGN_KEY_HELP = {
+    "name": ("(required)", "the campaign's name: letters, digits, `.`, `-`, `_`"),
+    "folder": ("the name", "where its trials, index and summary go, relative to the plan file"),
+    "order": ("`as-written`", "`as-written` or `shuffled` (seeded: the same order on every "
+              "resume)"),
+    "seed": ("`0`", "the shuffle's seed"),
+    "rig_file": ("none: the simulated rig", "the robot's rig file, relative to the plan file"),
+    "pause": ("`0`", "seconds between trials when nobody is asked"),
+    "gait": ("(required)", "a preset or a gait file, relative to the plan file"),
+    "duration": ("(required)", "the trial's length, s"),
+    "repetitions": ("`1`", "how many times the entry runs"),
+}
+"""What the plan's own keys do (their checks are the plan loader's)."""
+
+
+def plan_table() -> str:
+    from aiko.experiments.files.campaign_plan import CAMPAIGN_KEYS, ENTRY_KEYS, RESERVED
+    from aiko.experiments.trial.options import PLAN_KEY
+
+    rows = ["| key | default | what it sets |", "|---|---|---|"]
+    for key in CAMPAIGN_KEYS:
+        default, what = CAMPAIGN_KEY_HELP[key]
+        rows.append(f"| `[campaign] {key}` | {default} | {what} |")
+    for key in ENTRY_KEYS:
+        if key == "name":
+            rows.append("| `[[trial]] name` | the gait's | the entry's name in files and "
+                        "tables (unique in the plan) |")
+            continue
+        default, what = CAMPAIGN_KEY_HELP[key]
+        rows.append(f"| `[[trial]] {key}` | {default} | {what} |")
+    for key, opt in PLAN_KEY.items():
+        if key in RESERVED or key in ENTRY_KEYS:
+            continue
+        what = f"as `aiko run {opt.flag_name}`: {opt.help}".replace("|", "\\|")
+        rows.append(f"| `[[trial]] {key}` | {_default(opt.default)} | {what} |")
+    return "\n".join(rows) + "\n"
+
+
 def tables() -> dict[str, str]:
     return {"trial-log-channels.md": trial_log_table(), "mqtt-topics.md": mqtt_table(),
             "faults.md": fault_table(), "emcy.md": emcy_table(), "plants.md": plant_table(),
-            "csv-columns.md": csv_table(), "rig-file-keys.md": rig_file_table()}
+            "csv-columns.md": csv_table(), "rig-file-keys.md": rig_file_table(),
+            "plan-keys.md": plan_table()}
 
 
 def main() -> int:
