@@ -142,6 +142,8 @@ def csv_table() -> str:
 def _default(value) -> str:
     if value is None or value == ():
         return "none"
+    if isinstance(value, bool):          # as TOML spells it
+        return f"`{str(value).lower()}`"
     if isinstance(value, float):
         return f"{value:g}"
     return f"`{value}`"
