@@ -35,12 +35,13 @@ import sys
 from typing import Any
 
 from .mocap import MocapSample, MocapUnavailableError
+from .mocap_sources import SERVED_KINDS
 
 __all__ = ["VendorMocapSource", "VENDOR_KINDS", "split_address"]
 
 log = logging.getLogger(__name__)
 
-VENDOR_KINDS = {"vicon-datastream": ("vicon", 801)}
+VENDOR_KINDS = {"vicon-datastream": ("vicon", SERVED_KINDS["vicon-datastream"].port)}
 """Source kind -> (libmotioncapture's name for it, the server's default port)."""
 
 READY_TIMEOUT = 10.0
