@@ -191,7 +191,11 @@ def test_the_sdks_own_client_reads_the_server():
     assert first <= 5 and all(x["bodies"] for x in lines[first:])
     lines = lines[first:]
     ks = [round(x["bodies"]["clock"][0] * 1000) for x in lines]
-    assert all(b > a for a, b in zip(ks, ks[1:], strict=False)), ks    # in order, none twice
+    steps = [b - a for a, b in zip(ks, ks[1:], strict=False)]
+    assert min(steps) >= 1, ks                                   # in order, none twice
+    # one after another: the SDK client keeps one frame, so a reader slower
+    # than 100 Hz for a moment (a loaded machine) skips one; most follow on
+    assert steps.count(1) >= 0.9 * len(steps), steps
     for x, k in zip(lines, ks, strict=True):
         assert x["bodies"]["link6"][:3] == pytest.approx([0.002 * k, -0.001 * k, 0.0525],
                                                          rel=1e-6, abs=1e-9)
