@@ -12,6 +12,8 @@ and its pre-fetch); pings are echoed. Slow clients skip frames
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .datastream import (
     DATASTREAM_PORT,
     OBJECT_ENUMS,
@@ -43,8 +45,9 @@ class DataStreamServer(FrameServer):
     name = "datastream"
 
     def __init__(self, host: str = "127.0.0.1", port: int = DATASTREAM_PORT,
-                 period: float = 0.01, latency: float = 0.0) -> None:
-        super().__init__(host, port)
+                 period: float = 0.01, latency: float = 0.0,
+                 subjects: Iterable[str] = ()) -> None:
+        super().__init__(host, port, subjects)
         self.period = period
         self.latency = latency
 

@@ -9,7 +9,9 @@ and how a frame is written for a client (:meth:`~FrameServer.encode`).
 one; a client that reads slowly skips frames rather than have them buffered,
 and never holds the others up. Subjects once published stay in every later
 frame, None (occluded) while a frame leaves them out, so their order (and
-their ids, where a protocol numbers them) holds.
+their ids, where a protocol numbers them) holds; ``subjects`` names them
+before the first frame (as a motion-capture system's project defines its
+objects before it streams), for a client that asks for them at once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = ["FrameServer", "Client", "Frame"]
@@ -57,14 +59,14 @@ class FrameServer:
 
     name = "frame server"
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, subjects: Iterable[str] = ()) -> None:
         self.host = host
         self.port = port
         self.malformed = 0
         self.published = 0
         self._clients: set[Client] = set()
         self._latest: Frame | None = None
-        self._names: dict[str, None] = {}
+        self._names: dict[str, None] = dict.fromkeys(subjects)   # known before any frame
         self._server: asyncio.Server | None = None
 
     # ------------------------------------------------- what a protocol says

@@ -14,6 +14,8 @@ other gets QTM's error packet. Slow clients skip frames
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .frame_server import Client, Frame, FrameServer
 from .qtm import (
     COMMAND,
@@ -36,13 +38,14 @@ _SERVED_COMPONENTS = {"6d"}
 
 class QtmServer(FrameServer):
     """See the module docstring; ``frequency``: the capture rate (Hz) the
-    settings report."""
+    settings report; ``bodies``: the 6D bodies' names, in the order of the
+    data (as QTM's project defines them; others are added as they appear)."""
 
     name = "qtm"
 
     def __init__(self, host: str = "127.0.0.1", port: int = QTM_PORT,
-                 frequency: float = 100.0) -> None:
-        super().__init__(host, port)
+                 frequency: float = 100.0, bodies: Iterable[str] = ()) -> None:
+        super().__init__(host, port, bodies)
         self.frequency = frequency
 
     def greet(self, client: Client) -> None:

@@ -351,14 +351,17 @@ class SimulatedRig:
         cfg, plant = self.config, self.config.plant
         if self.physics is None or plant is None:
             return
+        names = [f"link{i}" for i in range(1, cfg.nodes + 2)]
+        if self.view is not None:
+            names += list(self.view.fixed)              # the scene's pegs
         wanted: list[tuple[str, str, FrameServer]] = []
         if cfg.datastream_port is not None:
             wanted.append(("datastream", "DataStream server", DataStreamServer(
                 cfg.host, cfg.datastream_port, 1.0 / plant.mocap_rate,
-                plant.mocap_latency_ms / 1000.0)))
+                plant.mocap_latency_ms / 1000.0, names)))
         if cfg.qtm_port is not None:
             wanted.append(("qtm", "QTM RT server", QtmServer(cfg.host, cfg.qtm_port,
-                                                             plant.mocap_rate)))
+                                                             plant.mocap_rate, names)))
         for key, what, server in wanted:
             try:
                 await server.__aenter__()

@@ -160,3 +160,20 @@ def test_no_qtm_is_a_one_line_error():
         asyncio.run(main())
     assert "qualisys 127.0.0.1" in str(exc.value) and "cannot connect" in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_the_bodies_are_named_before_the_first_frame():
+    """QTM's project defines its bodies before it streams: a client that asks
+    at once gets them (the simulated Aiko names its links and pegs so)."""
+    async def main():
+        async with QtmServer("127.0.0.1", 0, 100.0, bodies=["link1", "link2"]) as server:
+            conn = await qtm_rt.connect("127.0.0.1", server.port, version="1.25")
+            names = body_names((await conn.get_parameters(["6d"])).decode())
+            server.publish(1, 0.0, {"link2": ((1.0, 2.0, 3.0), rotation_xyz(0, 0, 0))})
+            frame = await conn.get_current_frame(components=["6d"])
+            conn.disconnect()
+        return names, frame.get_6d()[1]
+
+    names, bodies = asyncio.run(main())
+    assert names == ["link1", "link2"]
+    assert math.isnan(bodies[0][0].x) and (bodies[1][0].x, bodies[1][0].z) == (1.0, 3.0)

@@ -30,8 +30,10 @@ def test_aiko_run_reads_the_simulated_aiko_through_a_vendors_client(tmp_path, ki
     # the simulated Aiko's 0.6 s out of view (its clock starts a moment before
     # the trial's first sample): one run of occluded samples, 12 +- 2 at 20 Hz,
     # with the robot in view before and after it: the trial went on
-    marks = "".join("o" if s["occluded"] else "v" for s in samples)
-    assert re.fullmatch(r"v{3,}o{10,14}v{20,}", marks), marks
+    # (a sample before the client's first frame is logged empty: frame None)
+    marks = "".join("e" if s["frame"] is None else "o" if s["occluded"] else "v"
+                    for s in samples)
+    assert re.fullmatch(r"e{0,3}v{3,}o{10,14}v{20,}", marks), marks
     seen = [s for s in samples if not s["occluded"]]
     assert sum(s["stale"] for s in seen) <= len(seen) // 10  # a loaded client lags a little
     assert all(0.04 < s["z"] < 0.2 for s in seen), seen    # on the floor or lifted
