@@ -203,6 +203,9 @@ def _child(kind: str, address: str, parent: int) -> None:
 
     mc = motioncapture.connect(kind, {"hostname": address})
     print("ready", flush=True)
+    # nobody reads the child's errors after its start: a client that talks
+    # on stderr must not fill the pipe and stall
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
     n = 0
     out = sys.stdout
     while True:
