@@ -14,6 +14,9 @@ read. Sources:
 * :class:`~aiko.drivers.vendor_mocap.VendorMocapSource`: a Vicon DataStream
   server through the DataStream SDK's own client (``motioncapture`` from PyPI),
   in a child process.
+* :class:`~aiko.drivers.qualisys_source.QualisysSource`: Qualisys Track
+  Manager's real-time server through Qualisys' Python SDK (``qtm-rt``).
+* The served kinds by name: :mod:`aiko.drivers.mocap_sources`.
 * ``None``: no motion capture.
 
 :class:`MocapLogger` samples a source at a fixed rate on absolute deadlines and
