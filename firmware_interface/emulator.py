@@ -61,7 +61,6 @@ _SATURATED = 100.0 - 1e-9
 """|duty| (%) from which a motor counts as saturated."""
 
 _DRIVING = frozenset((NodeState.OPERATIONAL, NodeState.PRE_OPERATIONAL))
-_NO_SATURATION = [None, None]
 
 
 @dataclass(frozen=True)
@@ -404,25 +403,10 @@ class JointModule:
     # --------------------------------------------------------------- ticking
     def tick(self, t: float) -> list[Outgoing]:
         """Advance the joints to t, in equal substeps of at most 1.25 ms, and
-        emit what is due by then. A driven module with no fault in play takes
-        :meth:`_tick_quiet` (the same arithmetic in one loop, the motors'
-        state in locals); every other takes :meth:`_tick_each`, the readable
-        twin the tests hold the fast one to."""
-        if not self.powered or t <= self._t:
-            return []
-        f = self.faults
-        a0, a1 = self.axes
-        if (self.state in _DRIVING and a0.encoder_ok and a1.encoder_ok and not self.params.ideal
-                and f.saturate_from is None and f.encoder_fault_at is None
-                and f.babble_from is None):
-            return self._tick_quiet(t)
-        return self._tick_each(t)
-
-    def _tick_each(self, t: float) -> list[Outgoing]:
-        """:meth:`tick`, substep by substep through the axes' own methods."""
-        if not self.powered or t <= self._t:
-            return []
+        emit what is due by then."""
         out: list[Outgoing] = []
+        if not self.powered or t <= self._t:
+            return out
         t0 = self._t
         n = max(1, math.ceil((t - t0) / _MAX_SUBSTEP - 1e-9))
         h = (t - t0) / n
@@ -435,100 +419,12 @@ class JointModule:
             self._substep(h)
             self._t = now
             out += self._conditions(now)
-            out += self._heartbeats(now)
+            while self._next_heartbeat <= now + 1e-12:
+                out += self._send(self._next_heartbeat, Heartbeat(self.node, self.state))
+                self._hb_count += 1
+                self._next_heartbeat = self._hb_origin + self._hb_count * HEARTBEAT_PERIOD
             if f.babble_from is not None:
                 out += self._babble(now)
-        return out
-
-    def _heartbeats(self, now: float) -> list[Outgoing]:
-        out: list[Outgoing] = []
-        while self._next_heartbeat <= now + 1e-12:
-            out += self._send(self._next_heartbeat, Heartbeat(self.node, self.state))
-            self._hb_count += 1
-            self._next_heartbeat = self._hb_origin + self._hb_count * HEARTBEAT_PERIOD
-        return out
-
-    def _watching(self) -> float | None:
-        """The last SYNC's time while a SYNC timeout can fall due (operational,
-        SYNCs seen, not holding), else None: what :meth:`_conditions` checks
-        the SYNC timeout against."""
-        if self._seen_sync and not self._holding and self.state == NodeState.OPERATIONAL:
-            return self._last_sync
-        return None
-
-    def _tick_quiet(self, t: float) -> list[Outgoing]:  # noqa: C901, PLR0915 - the hot loop
-        """:meth:`_tick_each` for a driven module with both encoders working,
-        no timed fault and no babble: :meth:`MotorAxis.advance`'s servo and
-        :meth:`_substep`'s reference written out once for both motors, with
-        :meth:`_conditions` called only at a substep where it would act (a
-        SYNC timeout due, a motor saturated, or its saturation's timers to
-        reset); nothing else changes the module's state within a tick."""
-        out: list[Outgoing] = []
-        t0 = self._t
-        n = max(1, math.ceil((t - t0) / _MAX_SUBSTEP - 1e-9))
-        h = (t - t0) / n
-        a0, a1 = self.axes
-        p = self.params
-        k_p, omega_max, half, limit = p.k_p, p.omega_max, 0.5 * p.backlash, self.limit
-        s0, s1 = a0.strength, a1.strength
-        th0, th1, ln0, ln1 = a0.theta, a1.theta, a0.link, a1.link
-        duty0, duty1, sp0, sp1 = a0.duty, a1.duty, a0.speed, a1.speed
-        watch = self._watching()
-        for i in range(1, n + 1):
-            now = t if i == n else t0 + i * h
-            target, omega = self._target, self._omega
-            w0 = 0.0 if self._holding else omega[0]
-            w1 = 0.0 if self._holding else omega[1]
-            # motor 0 (MotorAxis.advance, the servo's branch)
-            err = target[0] - th0
-            duty0 = 100.0 * (k_p * err + w0 / omega_max)
-            if duty0 > 100.0:
-                duty0 = 100.0
-            elif duty0 < -100.0:
-                duty0 = -100.0
-            step = duty0 / 100.0 * omega_max * s0 * h
-            if (err > 0 and step > err and w0 <= 0) or (err < 0 and step < err and w0 >= 0):
-                step = err
-            sp0 = step / h if h > 0 else 0.0
-            th0 += step
-            d = ln0 - th0
-            if d > half:
-                ln0 = th0 + half
-            elif d < -half:
-                ln0 = th0 - half
-            if w0:
-                target[0] = max(-limit, min(limit, target[0] + w0 * h))
-            # motor 1
-            err = target[1] - th1
-            duty1 = 100.0 * (k_p * err + w1 / omega_max)
-            if duty1 > 100.0:
-                duty1 = 100.0
-            elif duty1 < -100.0:
-                duty1 = -100.0
-            step = duty1 / 100.0 * omega_max * s1 * h
-            if (err > 0 and step > err and w1 <= 0) or (err < 0 and step < err and w1 >= 0):
-                step = err
-            sp1 = step / h if h > 0 else 0.0
-            th1 += step
-            d = ln1 - th1
-            if d > half:
-                ln1 = th1 + half
-            elif d < -half:
-                ln1 = th1 - half
-            if w1:
-                target[1] = max(-limit, min(limit, target[1] + w1 * h))
-            self._t = now
-            if (watch is not None and now - watch >= SYNC_TIMEOUT - 1e-12) or not (
-                    -_SATURATED < duty0 < _SATURATED and -_SATURATED < duty1 < _SATURATED
-                    and self._sat_since == _NO_SATURATION and not any(self._current_limit)):
-                a0.theta, a0.link, a0.duty, a0.speed, a0.reported = th0, ln0, duty0, sp0, th0
-                a1.theta, a1.link, a1.duty, a1.speed, a1.reported = th1, ln1, duty1, sp1, th1
-                out += self._conditions(now)
-                watch = self._watching()
-            if self._next_heartbeat <= now + 1e-12:
-                out += self._heartbeats(now)
-        a0.theta, a0.link, a0.duty, a0.speed, a0.reported = th0, ln0, duty0, sp0, th0
-        a1.theta, a1.link, a1.duty, a1.speed, a1.reported = th1, ln1, duty1, sp1, th1
         return out
 
     def _timed_faults(self, now: float) -> None:
