@@ -21,7 +21,6 @@ from .datastream import (
     REQUEST_FRAME,
     REQUEST_NEXT_FRAME,
     SERVED,
-    DataStreamError,
     DataStreamFrame,
     frame_packet,
     object_enums,
@@ -56,18 +55,11 @@ class DataStreamServer(FrameServer):
         client.reply(packet([object_enums(SERVED)]))
 
     def split(self, buffer: bytearray) -> list[bytes]:
-        try:
-            return read_packets(buffer)
-        except DataStreamError as exc:
-            raise ValueError(str(exc)) from exc
+        return read_packets(buffer)       # a DataStreamError is a ValueError
 
-    def request(self, client: Client, raw: bytes) -> None:
-        try:
-            items = split_packet(raw)
-            for kind, payload in items:
-                self._item(client, kind, payload)
-        except DataStreamError as exc:
-            raise ValueError(str(exc)) from exc
+    def request(self, client: Client, req: bytes) -> None:
+        for kind, payload in split_packet(req):
+            self._item(client, kind, payload)
 
     def _item(self, client: Client, kind: int, payload: bytes) -> None:
         if kind == OBJECT_ENUMS:

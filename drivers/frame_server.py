@@ -73,12 +73,13 @@ class FrameServer:
     def greet(self, client: Client) -> None:
         """What the server says first."""
 
-    def split(self, buffer: bytearray) -> list[bytes]:
-        """Whole requests off the front of ``buffer``; ValueError if unreadable."""
+    def split(self, buffer: bytearray) -> list[Any]:
+        """Whole requests off the front of ``buffer`` (as the protocol reads
+        them); ValueError (or a subclass) if unreadable."""
         raise NotImplementedError
 
-    def request(self, client: Client, raw: bytes) -> None:
-        """One request; ValueError if it does not read."""
+    def request(self, client: Client, req: Any) -> None:
+        """One request of :meth:`split`'s; ValueError if it does not read."""
         raise NotImplementedError
 
     def encode(self, client: Client, frame: Frame) -> bytes | None:
@@ -162,8 +163,8 @@ class FrameServer:
                 return
             buffer += data
             try:
-                for raw in self.split(buffer):
-                    self.request(client, raw)
+                for req in self.split(buffer):
+                    self.request(client, req)
             except ValueError as exc:
                 self.malformed += 1
                 log.warning("%s: a client's request does not read (%s): closed", self.name, exc)

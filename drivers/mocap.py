@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from aiko.model.errors import AikoError
 
-__all__ = ["MocapSample", "ViconUdpSource", "MocapLogger", "MocapSource",
+__all__ = ["MocapSample", "ViconUdpSource", "MocapLogger", "MocapSource", "NewestFrame",
            "MocapUnavailableError", "encode_object_stream", "decode_object_stream",
            "ObjectStreamError", "VICON_UDP_PORT", "ViconUdpSender"]
 
@@ -136,18 +136,44 @@ class MocapSource(Protocol):
         ...
 
 
-class ViconUdpSource:
+Objects = dict[str, tuple[float, float, float]]
+"""Every object of a frame: name -> (x, y, z) m."""
+
+
+class NewestFrame:
+    """What every source keeps: the newest frame it took, as the tracked
+    ``subject``'s sample (:meth:`latest`) and as every object in it
+    (:meth:`latest_objects`)."""
+
+    def __init__(self, subject: str) -> None:
+        self.subject = subject
+        self._latest: MocapSample | None = None
+        self._objects: tuple[float, int, Objects] | None = None
+
+    def take(self, t: float, frame: int, objects: Objects) -> None:
+        """A frame received at t (trial clock): the subject occluded where absent."""
+        self._latest = MocapSample(t, frame, objects.get(self.subject))
+        self._objects = (t, frame, objects)
+
+    def latest(self) -> MocapSample | None:
+        return self._latest
+
+    def latest_objects(self) -> tuple[float, int, Objects] | None:
+        """(receive time, frame, {name: (x, y, z) m}) of every object in the
+        newest frame, or None before the first."""
+        return self._objects
+
+
+class ViconUdpSource(NewestFrame):
     """Receives the Tracker UDP Object Stream for object ``subject``."""
 
     def __init__(self, subject: str, clock, host: str = "0.0.0.0", port: int = VICON_UDP_PORT):
-        self.subject = subject
+        super().__init__(subject)
         self.clock = clock
         self.host = host
         self.port = port
         self.datagrams = 0
         self.malformed = 0
-        self._latest: MocapSample | None = None
-        self._objects: tuple[float, int, dict[str, tuple[float, float, float]]] | None = None
         self._transport: Any = None
 
     async def __aenter__(self) -> ViconUdpSource:
@@ -179,19 +205,8 @@ class ViconUdpSource:
             log.debug("vicon-udp: malformed datagram: %s", exc)
             return
         self.datagrams += 1
-        vals = objects.get(self.subject)
-        pos = None if vals is None else (vals[0] / 1000.0, vals[1] / 1000.0, vals[2] / 1000.0)
-        self._latest = MocapSample(t, frame, pos)
-        self._objects = (t, frame, {name: (v[0] / 1000.0, v[1] / 1000.0, v[2] / 1000.0)
-                                    for name, v in objects.items()})
-
-    def latest(self) -> MocapSample | None:
-        return self._latest
-
-    def latest_objects(self) -> tuple[float, int, dict[str, tuple[float, float, float]]] | None:
-        """(receive time, frame, {name: (x, y, z) m}) of every object in the newest
-        datagram, or None before the first."""
-        return self._objects
+        self.take(t, frame, {name: (v[0] / 1000.0, v[1] / 1000.0, v[2] / 1000.0)
+                             for name, v in objects.items()})
 
 
 class _Handover:

@@ -23,7 +23,6 @@ from .qtm import (
     NO_MORE_DATA,
     QTM_PORT,
     XML,
-    QtmError,
     data_packet,
     packet,
     parameters_xml,
@@ -51,14 +50,11 @@ class QtmServer(FrameServer):
     def greet(self, client: Client) -> None:
         client.reply(text_packet(COMMAND, "QTM RT Interface connected"))
 
-    def split(self, buffer: bytearray) -> list[bytes]:
-        try:
-            return [bytes([kind]) + payload for kind, payload in split(buffer)]
-        except QtmError as exc:
-            raise ValueError(str(exc)) from exc
+    def split(self, buffer: bytearray) -> list[tuple[int, bytes]]:
+        return split(buffer)              # a QtmError is a ValueError
 
-    def request(self, client: Client, raw: bytes) -> None:
-        kind, payload = raw[0], raw[1:]
+    def request(self, client: Client, req: tuple[int, bytes]) -> None:
+        kind, payload = req
         if kind != COMMAND:
             client.reply(text_packet(ERROR, "Command expected"))
             return

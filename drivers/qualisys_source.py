@@ -16,7 +16,7 @@ import logging
 import math
 import xml.etree.ElementTree as ET
 
-from .mocap import MocapSample, MocapUnavailableError
+from .mocap import MocapUnavailableError, NewestFrame
 from .qtm import QTM_PORT
 from .vendor_mocap import split_address
 
@@ -40,21 +40,19 @@ def body_names(xml_text: str) -> list[str]:
     return [(body.findtext("Name") or "").strip() for body in six.findall("Body")]
 
 
-class QualisysSource:
+class QualisysSource(NewestFrame):
     """QTM at ``address`` (HOST[:PORT], port 22223), tracking body
     ``subject``; a :class:`~aiko.drivers.mocap.MocapSource`."""
 
     def __init__(self, address: str, subject: str, clock) -> None:
         self.host, self.port = split_address(address, QTM_PORT)
-        self.subject = subject
+        super().__init__(subject)
         self.clock = clock
         self.frames = 0
         self.malformed = 0
         self.errors = 0
         self.names: list[str] = []
         self._conn = None
-        self._latest: MocapSample | None = None
-        self._objects: tuple[float, int, dict[str, tuple[float, float, float]]] | None = None
 
     @property
     def name(self) -> str:
@@ -114,12 +112,5 @@ class QualisysSource:
             log.debug("motion capture %s: a frame does not read: %s", self.name, exc)
             return
         self.frames += 1
-        self._latest = MocapSample(t, frame, objects.get(self.subject))
-        self._objects = (t, frame, objects)
+        self.take(t, frame, objects)
 
-    def latest(self) -> MocapSample | None:
-        return self._latest
-
-    def latest_objects(self) -> tuple[float, int, dict[str, tuple[float, float, float]]] | None:
-        """(receive time, frame, {name: (x, y, z) m}) of the newest frame."""
-        return self._objects

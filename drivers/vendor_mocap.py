@@ -34,7 +34,7 @@ import socket
 import sys
 from typing import Any
 
-from .mocap import MocapSample, MocapUnavailableError
+from .mocap import MocapUnavailableError, NewestFrame
 from .mocap_sources import SERVED_KINDS
 
 __all__ = ["VendorMocapSource", "VENDOR_KINDS", "split_address"]
@@ -62,7 +62,7 @@ def split_address(address: str, default_port: int) -> tuple[str, int]:
     return host, port
 
 
-class VendorMocapSource:
+class VendorMocapSource(NewestFrame):
     """``kind`` (a key of :data:`VENDOR_KINDS`) at ``address`` (HOST[:PORT]),
     tracking object ``subject``; a :class:`~aiko.drivers.mocap.MocapSource`."""
 
@@ -72,14 +72,12 @@ class VendorMocapSource:
                              f"{', '.join(VENDOR_KINDS)}")
         self.kind = kind
         self.host, self.port = split_address(address, VENDOR_KINDS[kind][1])
-        self.subject = subject
+        super().__init__(subject)
         self.clock = clock
         self.frames = 0
         self.unsubscribed = 0
         self.malformed = 0
         self.errors = 0
-        self._latest: MocapSample | None = None
-        self._objects: tuple[float, int, dict[str, tuple[float, float, float]]] | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task | None = None
 
@@ -163,8 +161,7 @@ class VendorMocapSource:
             self.unsubscribed += 1     # before the server had the client's wishes
             return
         self.frames += 1
-        self._latest = MocapSample(t, n, objects.get(self.subject))
-        self._objects = (t, n, objects)
+        self.take(t, n, objects)
 
     async def _end(self) -> None:
         proc = self._proc
@@ -177,12 +174,6 @@ class VendorMocapSource:
             proc.kill()
             await proc.wait()
 
-    def latest(self) -> MocapSample | None:
-        return self._latest
-
-    def latest_objects(self) -> tuple[float, int, dict[str, tuple[float, float, float]]] | None:
-        """(receive time, frame, {name: (x, y, z) m}) of the newest frame."""
-        return self._objects
 
 
 def _end_with(parent: int) -> None:

@@ -37,6 +37,7 @@ from aiko.drivers.datastream_server import DataStreamServer
 from aiko.drivers.mocap import MocapUnavailableError
 from aiko.drivers.vendor_mocap import VendorMocapSource, split_address
 from tests.conftest import free_port
+from tests.drivers.served import publish
 
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 pose = st.builds(Pose, st.tuples(finite, finite, finite),
@@ -144,24 +145,6 @@ SDK_CLIENT = textwrap.dedent("""\
 """)
 
 
-def _subjects(k: int) -> dict:
-    """Frame k's subjects: 'clock' at x = k mm (its frame id, for the
-    client to read back), link6 on a line, 'hidden' occluded in 3 frames of 10."""
-    return {"clock": Pose((float(k), 0.0, 0.0), rotation_xyz(0, 0, 0)),
-            "link6": Pose((2.0 * k, -1.0 * k, 52.5), rotation_xyz(0.0, 0.0, 0.3)),
-            "hidden": None if k % 10 < 3 else Pose((5.0, 5.0, 5.0), rotation_xyz(0, 0, 0))}
-
-
-async def _publish(server: DataStreamServer, rate: float, until) -> int:
-    k = 0
-    t0 = time.monotonic()
-    while not until():
-        k += 1
-        server.publish(k, time.monotonic() - t0, _subjects(k))   # the SDK's frame k
-        await asyncio.sleep(max(0.0, t0 + k / rate - time.monotonic()))
-    return k
-
-
 def test_the_sdks_own_client_reads_the_server():
     """Frames in order at the configured rate, each subject where it was
     served (the client's floats are single precision), occluded subjects
@@ -178,7 +161,7 @@ def test_the_sdks_own_client_reads_the_server():
                     lines.append(json.loads(line))
 
             reader = asyncio.create_task(read())
-            await asyncio.wait_for(_publish(server, 100.0, reader.done), 60)
+            await asyncio.wait_for(publish(server, 100.0, reader.done), 60)
             await proc.wait()
             return lines, await proc.stderr.read(), proc.returncode
 
@@ -212,7 +195,7 @@ def test_the_source_reads_the_server_and_ends_its_client():
         clock = TrialClock()
         async with DataStreamServer("127.0.0.1", 0) as server:
             stop = asyncio.Event()
-            pub = asyncio.create_task(_publish(server, 100.0, stop.is_set))
+            pub = asyncio.create_task(publish(server, 100.0, stop.is_set))
             async with VendorMocapSource("vicon-datastream", f"127.0.0.1:{server.port}",
                                          "link6", clock) as src:
                 child = src._proc.pid
@@ -256,7 +239,7 @@ def test_a_server_gone_leaves_the_last_sample_and_ends_cleanly():
         server = DataStreamServer("127.0.0.1", 0)
         await server.__aenter__()
         stop = asyncio.Event()
-        pub = asyncio.create_task(_publish(server, 100.0, stop.is_set))
+        pub = asyncio.create_task(publish(server, 100.0, stop.is_set))
         async with VendorMocapSource("vicon-datastream", f"127.0.0.1:{server.port}", "link6",
                                      clock) as src:
             await asyncio.sleep(0.3)

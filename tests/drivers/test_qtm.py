@@ -27,6 +27,7 @@ from aiko.drivers.qtm import (
 from aiko.drivers.qtm_server import QtmServer
 from aiko.drivers.qualisys_source import QualisysSource, body_names
 from tests.conftest import free_port
+from tests.drivers.served import publish
 
 f32 = st.floats(-1e5, 1e5, allow_nan=False, width=32)
 bodies = st.lists(st.none() | st.tuples(st.tuples(f32, f32, f32),
@@ -70,20 +71,6 @@ def test_the_settings_name_the_bodies_in_order():
     assert split(bytearray(text_packet(1, "hi"))) == [(1, b"hi\0")]
 
 
-def _bodies(k: int) -> dict:
-    return {"clock": ((float(k), 0.0, 0.0), rotation_xyz(0, 0, 0)),
-            "link6": ((2.0 * k, -1.0 * k, 52.5), rotation_xyz(0.0, 0.0, 0.3)),
-            "hidden": None if k % 10 < 3 else ((5.0, 5.0, 5.0), rotation_xyz(0, 0, 0))}
-
-
-async def _publish(server, rate, stop):
-    k, t0 = 0, time.monotonic()
-    while not stop.is_set():
-        k += 1
-        server.publish(k, time.monotonic() - t0, _bodies(k))
-        await asyncio.sleep(max(0.0, t0 + k / rate - time.monotonic()))
-
-
 def test_qualisys_own_sdk_reads_the_server():
     """QTM's frame numbers one after another at the rate served, every body
     where it was served, an untracked one NaN; a divisor thins the stream;
@@ -91,7 +78,7 @@ def test_qualisys_own_sdk_reads_the_server():
     async def main():
         async with QtmServer("127.0.0.1", 0, 100.0) as server:
             stop = asyncio.Event()
-            pub = asyncio.create_task(_publish(server, 100.0, stop))
+            pub = asyncio.create_task(publish(server, 100.0, stop.is_set))
             conn = await qtm_rt.connect("127.0.0.1", server.port, version="1.25")
             xml = (await conn.get_parameters(["6d"])).decode()
             got = []
@@ -129,7 +116,7 @@ def test_the_source_reads_the_server():
         clock = TrialClock()
         async with QtmServer("127.0.0.1", 0, 100.0) as server:
             stop = asyncio.Event()
-            pub = asyncio.create_task(_publish(server, 100.0, stop))
+            pub = asyncio.create_task(publish(server, 100.0, stop.is_set))
             await asyncio.sleep(0.05)
             async with QualisysSource(f"127.0.0.1:{server.port}", "link6", clock) as src:
                 await asyncio.sleep(0.4)
