@@ -74,21 +74,23 @@ def test_the_rigs_datastream_carries_the_udp_streams_frames():
 
 
 async def _both(udp: int, port: int) -> tuple[list, list]:
-    """Link 6 as each stream gives it, for a second."""
+    """Link 6 of every frame each source takes in a second (each source's
+    frames recorded as it takes them: polling for the newest would miss
+    datagrams that arrive together on a loaded machine)."""
     clock = TrialClock()
-    udp_seen, ds_seen = [], []
+    udp_seen: list = []
+    ds_seen: list = []
     async with ViconUdpSource("link2", clock, "127.0.0.1", udp) as u, \
             VendorMocapSource("vicon-datastream", f"127.0.0.1:{port}", "link2", clock) as d:
-        last_u = last_d = None
-        for _ in range(1000):
-            await asyncio.sleep(0.001)
-            su, sd = u.latest(), d.latest()
-            if su is not None and su.frame != last_u:
-                last_u = su.frame
-                udp_seen.append(su.position)
-            if sd is not None and sd.frame != last_d:
-                last_d = sd.frame
-                ds_seen.append(sd.position)
+        for source, seen in ((u, udp_seen), (d, ds_seen)):
+            take = source.take
+
+            def recording(t, frame, objects, take=take, seen=seen):
+                seen.append(objects.get("link2"))
+                take(t, frame, objects)
+
+            source.take = recording
+        await asyncio.sleep(1.0)
     return udp_seen, ds_seen
 
 
