@@ -1,5 +1,6 @@
 """Frames for the simulated motion-capture servers' tests (DataStream and QTM
-RT alike): frame k's subjects and a publisher at a fixed rate."""
+RT alike): frame k's subjects, a publisher at a fixed rate, and one in
+lockstep with a client."""
 
 import asyncio
 import time
@@ -25,3 +26,25 @@ async def publish(server, rate: float, until) -> int:
         server.publish(k, time.monotonic() - t0, subjects(k))
         await asyncio.sleep(max(0.0, t0 + k / rate - time.monotonic()))
     return k
+
+
+async def lockstep(server, seen, until) -> int:
+    """Frames 1, 2, ... of :func:`subjects`, every 10 ms until the client has
+    reported one, then each as soon as the client has reported the one
+    before (``seen()``: the highest frame number it reported, 0 for none),
+    until ``until()``. Returns the number of the first frame published in
+    lockstep: from it on nothing is published while the client still owes a
+    frame, so a client that keeps up misses none, however loaded the machine
+    (before it, a client still joining may)."""
+    k = 0
+    first = 0
+    while not until():
+        if seen() == 0:
+            await asyncio.sleep(0.01)
+        else:
+            first = first or k + 1
+            while seen() < k and not until():
+                await asyncio.sleep(0.001)
+        k += 1
+        server.publish(k, k / 100.0, subjects(k))
+    return first

@@ -3,8 +3,9 @@ and ours, by hypothesis), the server read by Qualisys' Python SDK (qtm-rt)
 directly, and the source that reads a server through it."""
 
 import asyncio
+import logging
 import math
-import time
+import socket
 
 import pytest
 import qtm_rt
@@ -16,6 +17,7 @@ from aiko.drivers.clock import TrialClock
 from aiko.drivers.datastream import rotation_xyz
 from aiko.drivers.mocap import MocapUnavailableError
 from aiko.drivers.qtm import (
+    COMMAND,
     DATA,
     QtmError,
     data_packet,
@@ -27,7 +29,7 @@ from aiko.drivers.qtm import (
 from aiko.drivers.qtm_server import QtmServer
 from aiko.drivers.qualisys_source import QualisysSource, body_names
 from tests.conftest import free_port
-from tests.drivers.served import publish
+from tests.drivers.served import lockstep, publish, subjects
 
 f32 = st.floats(-1e5, 1e5, allow_nan=False, width=32)
 bodies = st.lists(st.none() | st.tuples(st.tuples(f32, f32, f32),
@@ -72,43 +74,79 @@ def test_the_settings_name_the_bodies_in_order():
 
 
 def test_qualisys_own_sdk_reads_the_server():
-    """QTM's frame numbers one after another at the rate served, every body
-    where it was served, an untracked one NaN; a divisor thins the stream;
-    a component not served is QTM's error."""
+    """QTM's frame numbers one after another, none missed by a client that
+    keeps up, every body where it was served, an untracked one NaN; a
+    divisor thins the stream; a component not served is QTM's error."""
     async def main():
-        async with QtmServer("127.0.0.1", 0, 100.0) as server:
-            stop = asyncio.Event()
-            pub = asyncio.create_task(publish(server, 100.0, stop.is_set))
+        async with QtmServer("127.0.0.1", 0, 100.0, subjects(0)) as server:
             conn = await qtm_rt.connect("127.0.0.1", server.port, version="1.25")
-            xml = (await conn.get_parameters(["6d"])).decode()
+            xml = (await conn.get_parameters(["6d"])).decode()    # before any frame
             got = []
+            # qtm-rt's stream_frames returns with the first frame
+            pub = asyncio.create_task(lockstep(server, lambda: got[-1][0] if got else 0,
+                                               lambda: len(got) >= 100))
             await conn.stream_frames(components=["6d"], on_packet=lambda p: got.append(
-                (time.monotonic(), p.framenumber, p.get_6d()[1])))
-            await asyncio.sleep(1.0)
+                (p.framenumber, p.get_6d()[1])))
+            locked = await pub
             await conn.stream_frames_stop()
             await asyncio.sleep(0.05)
             thin = []
+            stop = asyncio.Event()
+            pub = asyncio.create_task(publish(server, 100.0, stop.is_set))
             await conn.stream_frames(frames="frequencydivisor:4", components=["6d"],
                                      on_packet=lambda p: thin.append(p.framenumber))
-            await asyncio.sleep(0.3)
+            for _ in range(3000):
+                if len(thin) >= 3:
+                    break
+                await asyncio.sleep(0.001)
+            stop.set()
+            await pub
             await conn.stream_frames_stop()
             with pytest.raises(qtm_rt.QRTCommandException, match="not served"):
                 await conn.get_current_frame(components=["3d"])
             conn.disconnect()
-            stop.set()
-            await pub
-        return xml, got, thin
+        return xml, got, thin, locked
 
-    xml, got, thin = asyncio.run(main())
+    xml, got, thin, locked = asyncio.run(main())
     assert body_names(xml) == ["clock", "link6", "hidden"]
-    frames = [f for _, f, _ in got]
-    assert frames == list(range(frames[0], frames[0] + len(frames)))    # none missed
-    rate = (frames[-1] - frames[0]) / (got[-1][0] - got[0][0])
-    assert 80 < rate < 120, rate
-    for _, k, (clock, link6, hidden) in got:
+    frames = [f for f, _ in got]
+    assert frames == sorted(set(frames)) and 0 < locked <= frames[-1] - 50
+    assert [f for f in frames if f >= locked] == list(range(locked, frames[-1] + 1))
+    for k, (clock, link6, hidden) in got:
         assert clock[0].x == k and (link6[0].x, link6[0].y, link6[0].z) == (2 * k, -k, 52.5)
         assert math.isnan(hidden[0].x) == (k % 10 < 3)
-    assert thin and all(k % 4 == 0 for k in thin)
+    assert len(thin) >= 3 and all(k % 4 == 0 for k in thin)
+
+
+def test_a_client_that_never_reads_skips_frames_and_holds_nobody_up(caplog):
+    """A stalled client is owed the newest frame only: the server's buffers
+    for it stay bounded while a client that keeps up gets every frame."""
+    many = {f"peg{i}": None for i in range(300)}        # about 10 kB a frame
+
+    async def main():
+        async with QtmServer("127.0.0.1", 0, 100.0, [*subjects(0), *many]) as server:
+            stalled = socket.socket()
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.connect(("127.0.0.1", server.port))
+            stalled.sendall(text_packet(COMMAND, "StreamFrames AllFrames 6D"))
+            conn = await qtm_rt.connect("127.0.0.1", server.port, version="1.25")
+            got = []
+            pub = asyncio.create_task(lockstep(server, lambda: got[-1] if got else 0,
+                                               lambda: len(got) >= 2000))
+            await conn.stream_frames(components=["6d"],
+                                     on_packet=lambda p: got.append(p.framenumber))
+            locked = await pub
+            await conn.stream_frames_stop()
+            conn.disconnect()
+            stalled.close()
+        return got, locked
+
+    with caplog.at_level(logging.INFO, logger="aiko.drivers.frame_server"):
+        got, locked = asyncio.run(main())
+    assert [k for k in got if k >= locked] == list(range(locked, got[-1] + 1))
+    gone = [r.args[2:] for r in caplog.records if "gone" in r.msg]  # (sent, skipped)
+    sent, skipped = min(gone)
+    assert skipped > 0 and sent + skipped <= got[-1] and sent < 1000
 
 
 def test_the_source_reads_the_server():
