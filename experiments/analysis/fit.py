@@ -1,19 +1,24 @@
-"""Identify model parameters from logged trials: minimise the comparison
-error of their replays.
+"""Identify model parameters from logged trials, with a range for each.
 
-The objective is the mean over the trials of the RMS distance (m) between the
-experiment's and the replay's link 6 (:func:`~aiko.experiments.analysis.compare.
-compare_paths`). Parameters (``FIT_BOUNDS``): floor friction ``mu``
-(isotropic) or ``mu_x``/``mu_y``, free play ``backlash`` (degrees; the replay
-then runs through the emulated modules' motors) and motion capture's
-``delay`` (s; a shift of the experiment's times, which needs no new
-simulation). scipy.optimize does the search, bounded and derivative-free, in
-coordinates scaled to the unit box: Nelder-Mead (default; the trials of one
-evaluation run in parallel on the executor) or differential evolution (many
-evaluations in parallel on the executor). The delay is not a coordinate of
-that search: every evaluation takes the best delay for its replays (a bounded
-scalar search on the cached paths), so it costs nothing and absorbs the
-timing of the motion-capture stream instead of biasing the friction.
+The default method (``least-squares``) minimises the residuals of link 6,
+experiment against replay at every motion-capture sample in units of the
+motion capture's noise (:mod:`~aiko.experiments.analysis.fit_residuals`),
+with scipy.optimize.least_squares (trust region, bounded) in coordinates
+scaled to the bounds' unit box; its Jacobian by forward differences whose
+replays run together on the executor (a delay's column needs no
+simulation). ``nelder-mead`` and ``de`` (differential evolution) minimise the
+mean over the trials of the RMS distance instead, derivative-free, every
+evaluation taking the best delay for its replays.
+
+Whichever searched, the fit then reads what the residuals say about the
+parameters (:mod:`~aiko.experiments.analysis.fit_ranges`): a 95 % range per
+parameter from its profile (or the curvature alone with ``profile_points``
+0), correlations, identifiability, and the friction's ratio and mean (or
+mu_x and mu_y from a mean and ratio). Parameters (``FIT_BOUNDS``): floor
+friction ``mu`` (isotropic), ``mu_x``/``mu_y``, or ``mu`` (their mean) and
+``ratio`` (mu_y / mu_x); free play ``backlash`` (degrees; the replay then
+runs through the emulated modules' motors); motion capture's ``delay`` (s; a
+shift of the experiment's times, which needs no new simulation).
 """
 
 from __future__ import annotations
@@ -26,18 +31,36 @@ import numpy as np
 
 from aiko.experiments.analysis.bounds import parse_bounds_spec
 from aiko.experiments.analysis.compare import ComparisonError, Paths, compare_paths
+from aiko.experiments.analysis.fit_objective import Objective
+from aiko.experiments.analysis.fit_ranges import Curvature, Range
 from aiko.experiments.analysis.replay import ReplayInput
 from aiko.experiments.analysis.replay_files import shifted, simulate_replay
 from aiko.model.errors import AikoError
 
-__all__ = ["FIT_BOUNDS", "FitError", "FitResult", "fit_trials", "parse_bounds"]
+__all__ = ["FIT_BOUNDS", "METHODS", "NOISE_MM", "PROFILE_POINTS", "FitError", "FitResult", "fit_trials",
+           "parse_bounds"]
 
 FIT_BOUNDS = {"mu": (0.02, 1.0), "mu_x": (0.02, 1.0), "mu_y": (0.02, 1.0),
-              "backlash": (0.0, 10.0), "delay": (-0.3, 0.3)}
-"""Default search bounds: friction (-), backlash (deg), delay (s)."""
+              "ratio": (0.2, 5.0), "backlash": (0.0, 10.0), "delay": (-0.3, 0.3)}
+"""Default search bounds: friction and its ratio (-), backlash (deg), delay (s)."""
+
+METHODS = ("least-squares", "nelder-mead", "de")
+
+PROFILE_POINTS = 4
+"""A profile's points per parameter besides the optimum (a parabola through
+five points leaves two to judge the cost's roughness by)."""
+
+NOISE_MM = 0.5
+"""The motion capture's noise (mm, each coordinate) the residuals are
+weighed by unless told: Vicon's and the simulated rig's."""
 
 PENALTY = 10.0
 """Objective (m) of a replay that fails (a diverging step): far worse than any fit."""
+
+STEP = 0.05
+"""Forward-difference step of the Jacobian in the unit box (5 % of a bound's
+width: a replay's cost is rough below about that, and a step of 2 % left a
+fit of three trials at 2.8 deg of free play where 3.4 explains them better)."""
 
 
 class FitError(AikoError):
@@ -49,8 +72,12 @@ def check_names(names: list[str]) -> None:
     if unknown or not names:
         raise FitError(f"--params: unknown {', '.join(unknown) or '(none)'}; choose from "
                        f"{', '.join(FIT_BOUNDS)}")
+    if len(set(names)) != len(names):
+        raise FitError(f"--params: {','.join(names)} names one twice")
     if "mu" in names and ("mu_x" in names or "mu_y" in names):
-        raise FitError("--params: fit mu, or mu_x and mu_y, not both")
+        raise FitError("--params: fit mu (and ratio), or mu_x and mu_y, not both")
+    if "ratio" in names and "mu" not in names:
+        raise FitError("--params: ratio (mu_y/mu_x) is fitted with mu, their mean")
 
 
 def parse_bounds(spec: str | None, names: list[str]) -> dict[str, tuple[float, float]]:
@@ -63,8 +90,12 @@ def parse_bounds(spec: str | None, names: list[str]) -> dict[str, tuple[float, f
 def _physics(values: dict, options: dict) -> dict:
     """simulate_replay's keywords for these values (and fixed options)."""
     mu = values.get("mu")
+    mu_x, mu_y = values.get("mu_x", mu), values.get("mu_y", mu)
+    if "ratio" in values:
+        mu_x = 2.0 * mu / (1.0 + values["ratio"])
+        mu_y = values["ratio"] * mu_x
     backlash = values.get("backlash")
-    return {**options, "mu_x": values.get("mu_x", mu), "mu_y": values.get("mu_y", mu),
+    return {**options, "mu_x": mu_x, "mu_y": mu_y,
             "backlash": None if backlash is None else math.radians(backlash)}
 
 
@@ -103,166 +134,164 @@ class FitResult:
     history: list = field(default_factory=list)   # (values dict, error) per evaluation
     per_trial: list = field(default_factory=list)  # metrics with the fitted values
     options: dict = field(default_factory=dict)   # the fixed replay settings
+    ranges: dict[str, Range] = field(default_factory=dict)    # per parameter, 95 %
+    derived: dict[str, Range] = field(default_factory=dict)   # the friction's ratio, mean
+    curvature: Curvature | None = None
+    profiles: dict = field(default_factory=dict)   # name -> (values, S) with the optimum
+    noise_mm: float = NOISE_MM
+    search_wall_s: float = 0.0    # the search alone, before the ranges
+    paths: list = field(default_factory=list)      # each trial's replay at the fit
 
     def physics(self) -> dict:
         """The fitted values as simulate_replay's keywords (with the options)."""
         return _physics(self.fitted, self.options)
 
+    def not_identifiable(self) -> list[str]:
+        return [n for n, r in self.ranges.items() if not r.identifiable]
+
     def to_dict(self) -> dict:
-        return {"names": self.names, "bounds": self.bounds, "start": self.start,
-                "fitted": self.fitted, "error_before_m": self.error_before,
-                "error_after_m": self.error_after, "simulations": self.simulations,
-                "evaluations": self.evaluations, "wall_s": self.wall_s,
-                "method": self.method, "message": self.message, "per_trial": self.per_trial}
+        from aiko.experiments.analysis.fit_report import report_dict
+
+        return report_dict(self)
 
 
-class _Objective:
-    """Mean RMS error over the trials for unit-box coordinates; caches the
-    replays by their physical parameters (a delay needs no new simulation)."""
-
-    def __init__(self, inputs, names, bounds, fixed, options, executor):
-        self.inputs = inputs
-        self.profile_delay = "delay" in names
-        self.delay_bounds = bounds.get("delay", (0.0, 0.0))
-        names = [n for n in names if n != "delay"]
-        self.names = names
-        self.lo = np.array([bounds[n][0] for n in names])
-        self.hi = np.array([bounds[n][1] for n in names])
-        self.fixed = fixed
-        self.options = options
-        self.executor = executor
-        self.cache: dict = {}
-        self.simulations = 0
-        self.history: list = []
-
-    def values(self, z) -> dict:
-        x = self.lo + np.clip(np.asarray(z, float), 0.0, 1.0) * (self.hi - self.lo)
-        return {**self.fixed, **{n: float(v) for n, v in zip(self.names, x, strict=True)}}
-
-    def unit(self, values: dict) -> np.ndarray:
-        x = np.array([values[n] for n in self.names])
-        return np.clip((x - self.lo) / (self.hi - self.lo), 0.0, 1.0)
-
-    def _key(self, values: dict):
-        return tuple(sorted((k, round(v, 12)) for k, v in values.items() if k != "delay"))
-
-    def paths(self, batch: list[dict]) -> list[list]:
-        """Replays of every trial for each set of values (new ones on the executor)."""
-        todo: list = []
-        for values in batch:
-            key = self._key(values)
-            if key not in self.cache and key not in [k for k, _ in todo]:
-                todo.append((key, _physics(values, self.options)))
-        if todo:
-            jobs = [(inp, phys) for _, phys in todo for inp in self.inputs]
-            mapper = self.executor.map if self.executor is not None else map
-            results = list(mapper(_simulate, jobs))
-            self.simulations += len(jobs)
-            n = len(self.inputs)
-            for i, (key, _) in enumerate(todo):
-                self.cache[key] = results[i * n:(i + 1) * n]
-        return [self.cache[self._key(v)] for v in batch]
-
-    def mean_error(self, paths: list, delay: float) -> float:
-        return float(np.mean([_error(inp, p, delay) for inp, p in
-                              zip(self.inputs, paths, strict=True)]))
-
-    def error(self, values: dict, paths: list, profile: bool = True) -> float:
-        """Mean RMS error; with a profiled delay, at the best delay (set in
-        ``values``)."""
-        if self.profile_delay and profile:
-            from scipy.optimize import minimize_scalar
-
-            lo, hi = self.delay_bounds
-            best = minimize_scalar(lambda d: self.mean_error(paths, d), bounds=(lo, hi),
-                                   method="bounded", options={"xatol": 1e-3})
-            values["delay"] = float(best.x)
-        err = self.mean_error(paths, values.get("delay", 0.0))
-        self.history.append((dict(values), err))
-        return err
-
-    def __call__(self, z) -> float:
-        values = self.values(z)
-        return self.error(values, self.paths([values])[0])
-
-    def batch(self, zs) -> list[float]:
-        """Many evaluations at once (their replays in parallel)."""
-        vals = [self.values(z) for z in zs]
-        return [self.error(v, p) for v, p in zip(vals, self.paths(vals), strict=True)]
-
-
-def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, start=None,
-               servo: str | None = None, u_tol: float | None = None,
-               max_iter: int | None = None, dt: float | None = None,
-               method: str = "nelder-mead", budget: int = 60,
-               executor=None, progress=None) -> FitResult:
-    """Fit ``names`` (see the module docstring) to the trials ``inputs``.
-    ``start``: initial values (default: the trials' own, backlash 2 deg,
-    delay 0); ``servo``, ``u_tol``, ``max_iter``, ``dt``: fixed replay settings;
-    ``budget``: evaluations at most; ``progress(evaluations, best)``."""
-    if not inputs:
-        raise FitError("no trials to fit")
-    check_names(names)
-    bounds = {n: FIT_BOUNDS[n] for n in names} if bounds is None else bounds
-    p0 = inputs[0].params
-    default = {"mu": 0.5 * (p0.mu_x + p0.mu_y), "mu_x": p0.mu_x, "mu_y": p0.mu_y,
-               "backlash": 2.0, "delay": 0.0}
-    start = {n: (start or {}).get(n, default[n]) for n in names}
-    for n, v in start.items():
-        lo, hi = bounds[n]
-        start[n] = min(max(v, lo), hi)
-    options = {"servo": servo, "u_tol": u_tol, "max_iter": max_iter, "dt": dt}
-    obj = _Objective(inputs, names, bounds, {}, options, executor)
-    w0 = time.perf_counter()
-    e0 = obj.error(dict(start), obj.paths([dict(start)])[0], profile=False)
-    best = [e0]
-
-    def track(z=None, *args, **kwargs):
-        if progress is not None:
-            best[0] = min(err for _, err in obj.history)
-            progress(len(obj.history), best[0])
-
-    from scipy import optimize
+# ------------------------------------------------------------------ searches
+def _search_least_squares(obj: Objective, start: dict, budget: int, track):
+    """scipy's least_squares from ``start`` in unit coordinates: (z, message,
+    J and residuals at z)."""
+    from scipy.optimize import least_squares
 
     d = len(obj.names)
+    sims_per_iteration = 1 + sum(n != "delay" for n in obj.names)
+    z0 = np.clip(obj.unit(start), 1e-6, 1.0 - 1e-6)
+
+    def fun(z):
+        values = obj.values(z)
+        paths = obj.paths([values])[0]
+        obj.record(values, paths)
+        track()
+        return obj.residuals(values, paths)
+
+    res = least_squares(fun, z0, jac=lambda z: obj.jacobian(z, step=STEP), bounds=(0.0, 1.0),
+                        method="trf", x_scale=np.ones(d),
+                        max_nfev=max(2, budget // sims_per_iteration),
+                        xtol=5e-3, ftol=1e-3, gtol=1e-10)
+    return res.x, str(res.message), res.jac, res.fun
+
+
+def _search_derivative_free(obj: Objective, start: dict, method: str, budget: int, track):
+    """Nelder-Mead or differential evolution on the mean RMS error, the
+    delay (if fitted) the best for each evaluation's replays: z (all
+    coordinates) and the message."""
+    from scipy import optimize
+
+    search = [n for n in obj.names if n != "delay"]
+
+    def evaluate(z) -> float:
+        values = obj.values(z, search)
+        paths = obj.paths([values])[0]
+        values = obj.best_delay(values, paths)
+        err = obj.record(values, paths)
+        track()
+        return err
+
+    def full(z) -> np.ndarray:
+        values = obj.values(z, search)
+        values = obj.best_delay(values, obj.paths([values])[0])
+        return obj.unit(values)
+
+    d = len(search)
     if d == 0:   # the delay alone: one simulation, a scalar search
-        z_best, message = np.zeros(0), "the delay alone: a bounded scalar search"
-    elif method == "nelder-mead":
-        z0 = obj.unit(start)
+        return full(np.zeros(0)), "the delay alone: a bounded scalar search"
+    z0 = obj.unit(start, search)
+    if method == "nelder-mead":
         simplex = [z0]
         for i in range(d):
             z = z0.copy()
             z[i] = z[i] + 0.25 if z[i] + 0.25 <= 1.0 else z[i] - 0.25
             simplex.append(z)
-        res = optimize.minimize(obj, z0, method="Nelder-Mead", bounds=[(0.0, 1.0)] * d,
-                                callback=track,
+        res = optimize.minimize(evaluate, z0, method="Nelder-Mead", bounds=[(0.0, 1.0)] * d,
                                 options={"initial_simplex": np.array(simplex),
                                          "maxfev": budget, "xatol": 1e-2, "fatol": 1e-5})
-        z_best, message = res.x, str(res.message)
-    elif method == "de":
-        popsize = max(4, int(math.ceil(8 / d)))
+        return full(res.x), str(res.message)
+    popsize = max(4, int(math.ceil(8 / d)))
 
-        def mapper(f, zs):
-            return obj.batch(list(zs))
+    def mapper(f, zs):
+        zs = list(zs)
+        obj.paths([obj.values(z, search) for z in zs])      # the generation together
+        return [evaluate(z) for z in zs]
 
-        res = optimize.differential_evolution(
-            obj, [(0.0, 1.0)] * d, popsize=popsize, maxiter=max(1, budget // (popsize * d) - 1),
-            updating="deferred", workers=mapper, polish=False, seed=1, tol=1e-4,
-            x0=obj.unit(start), callback=lambda *a, **k: track())
-        z_best, message = res.x, str(res.message)
-    else:
-        raise FitError(f"unknown method {method!r} (nelder-mead, de)")
-    fitted = obj.values(z_best)
-    paths = obj.paths([fitted])[0]
-    e1 = obj.error(fitted, paths)
-    fitted = {n: fitted[n] for n in names}
-    per_trial = []
+    res = optimize.differential_evolution(
+        evaluate, [(0.0, 1.0)] * d, popsize=popsize, maxiter=max(1, budget // (popsize * d) - 1),
+        updating="deferred", workers=mapper, polish=False, seed=1, tol=1e-4, x0=z0)
+    return full(res.x), str(res.message)
+
+
+# ---------------------------------------------------------------------- fit
+def _start(inputs, names, bounds, start) -> dict:
+    p0 = inputs[0].params
+    default = {"mu": 0.5 * (p0.mu_x + p0.mu_y), "mu_x": p0.mu_x, "mu_y": p0.mu_y,
+               "ratio": p0.mu_y / p0.mu_x, "backlash": 2.0, "delay": 0.0}
+    out = {n: (start or {}).get(n, default[n]) for n in names}
+    return {n: min(max(v, bounds[n][0]), bounds[n][1]) for n, v in out.items()}
+
+
+def _per_trial(inputs, paths, delay: float) -> list[dict]:
+    out = []
     for inp, p in zip(inputs, paths, strict=True):
         try:
-            m = compare_paths(shifted(inp, p, fitted.get("delay", 0.0)))
+            m = compare_paths(shifted(inp, p, delay))
         except (ComparisonError, TypeError, AttributeError):
             m = {"error": p if isinstance(p, str) else "no comparison"}
-        per_trial.append({"trial": str(inp.path), **m})
+        out.append({"trial": str(inp.path), **m})
+    return out
+
+
+def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, start=None,
+               servo: str | None = None, u_tol: float | None = None,
+               max_iter: int | None = None, dt: float | None = None,
+               method: str = "least-squares", budget: int = 60, noise_mm: float = NOISE_MM,
+               profile_points: int = PROFILE_POINTS, executor=None, progress=None) -> FitResult:
+    """Fit ``names`` (see the module docstring) to the trials ``inputs``.
+    ``start``: initial values (default: the trials' own friction, backlash 2
+    deg, delay 0); ``servo``, ``u_tol``, ``max_iter``, ``dt``: fixed replay
+    settings; ``budget``: evaluations of the search at most; ``noise_mm``:
+    the motion capture's noise the residuals are weighed by;
+    ``profile_points``: a profile's points per parameter (0: the ranges from
+    the curvature alone); ``progress(evaluations, best)``."""
+    from aiko.experiments.analysis.fit_uncertainty import parameter_ranges
+
+    if not inputs:
+        raise FitError("no trials to fit")
+    if method not in METHODS:
+        raise FitError(f"unknown method {method!r} ({', '.join(METHODS)})")
+    if not noise_mm > 0:
+        raise FitError(f"--noise-mm {noise_mm}: must be above 0")
+    check_names(names)
+    bounds = {n: FIT_BOUNDS[n] for n in names} if bounds is None else bounds
+    start = _start(inputs, names, bounds, start)
+    options = {"servo": servo, "u_tol": u_tol, "max_iter": max_iter, "dt": dt}
+    obj = Objective(inputs, names, bounds, noise_mm / 1000.0, lambda v: _physics(v, options),
+                    _simulate, _error, executor)
+
+    def track() -> None:
+        if progress is not None:
+            progress(len(obj.history), min(err for _, err in obj.history))
+
+    w0 = time.perf_counter()
+    e0 = obj.record(dict(start), obj.paths([dict(start)])[0])
+    if method == "least-squares":
+        z, message, J, r = _search_least_squares(obj, start, budget, track)
+    else:
+        z, message = _search_derivative_free(obj, start, method, budget, track)
+        J, r = None, None
+    fitted = obj.values(z)
+    paths = obj.paths([fitted])[0]
+    e1 = obj.mean_error(paths, fitted.get("delay", 0.0))
+    search_s = time.perf_counter() - w0
+    evaluations = len(obj.history)
+    ranges, derived, cur, profiles = parameter_ranges(obj, z, fitted, J, r, profile_points)
     return FitResult(list(names), bounds, start, fitted, e0, e1, obj.simulations,
-                     len(obj.history), time.perf_counter() - w0, method, message,
-                     obj.history, per_trial, options)
+                     evaluations, time.perf_counter() - w0, method, message, obj.history,
+                     _per_trial(inputs, paths, fitted.get("delay", 0.0)), options, ranges,
+                     derived, cur, profiles, noise_mm, search_s, paths)

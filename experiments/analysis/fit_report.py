@@ -1,0 +1,126 @@
+"""A fit's report: fit.json's document, the table `aiko fit` prints and the
+figure of the profiles."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from aiko.experiments.analysis.fit_ranges import CHI2_95, Range
+
+if TYPE_CHECKING:
+    from aiko.experiments.analysis.fit import FitResult
+
+__all__ = ["report_dict", "report_lines", "profiles_figure", "UNITS"]
+
+UNITS = {"mu": "", "mu_x": "", "mu_y": "", "ratio": "", "mu_y/mu_x": "", "backlash": "deg",
+         "delay": "s"}
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _range_dict(r: Range) -> dict:
+    return {"value": r.value, "low": r.low, "high": r.high, "identifiable": r.identifiable,
+            "source": r.source, "reason": r.reason, "se": _finite(r.se)}
+
+
+def report_dict(res: FitResult) -> dict:
+    """fit.json: the search, and per parameter and derived quantity
+    ``{"value", "low", "high", "identifiable", ...}`` (a 95 % range)."""
+    doc = {"names": res.names, "bounds": res.bounds, "start": res.start,
+           "fitted": res.fitted, "error_before_m": res.error_before,
+           "error_after_m": res.error_after, "simulations": res.simulations,
+           "evaluations": res.evaluations, "wall_s": res.wall_s,
+           "search_wall_s": res.search_wall_s, "method": res.method, "message": res.message,
+           "per_trial": res.per_trial,
+           "parameters": {n: _range_dict(r) for n, r in res.ranges.items()},
+           "derived": {n: _range_dict(r) for n, r in res.derived.items()},
+           "noise": {"sigma_mm": res.noise_mm,
+                     "floor_rms_m": math.sqrt(2.0) * res.noise_mm / 1000.0,
+                     "fit_rms_m": res.error_after}}
+    cur = res.curvature
+    if cur is not None:
+        R = cur.correlations()
+        doc["correlations"] = {"names": res.names,
+                               "matrix": [[_finite(float(x)) for x in row] for row in R]}
+        doc["statistics"] = {"residuals": cur.n, "effective_samples": cur.n_eff,
+                             "s2": cur.s2, "kappa": cur.kappa,
+                             "threshold": cur.threshold}
+    doc["profiles"] = {n: {"values": v.tolist(), "cost": c.tolist()}
+                       for n, (v, c) in res.profiles.items()}
+    return doc
+
+
+def _row(name: str, r: Range) -> str:
+    unit = UNITS.get(name, "")
+    verdict = "identifiable" if r.identifiable else f"not identifiable ({r.reason})"
+    return (f"{name:10s} {r.value:9.4f}  95 % {r.low:9.4f} .. {r.high:<9.4f} {unit:3s} "
+            f"[{r.source}] {verdict}")
+
+
+def report_lines(res: FitResult) -> list[str]:
+    """The table `aiko fit` prints: start and fitted values, each range, the
+    derived quantities, correlations above 0.8 and what is not identifiable."""
+    lines = [f"{'':10s} {'start':>9s} -> fitted"]
+    lines += [f"{n:10s} {res.start[n]:9.4f} -> {res.fitted[n]:9.4f} {UNITS[n]}"
+              for n in res.names]
+    lines += ["ranges (95 %):"] + [_row(n, r) for n, r in res.ranges.items()]
+    lines += [_row(n, r) for n, r in res.derived.items()]
+    if res.curvature is not None:
+        R = res.curvature.correlations()
+        for i, a in enumerate(res.names):
+            for j in range(i + 1, len(res.names)):
+                if abs(R[i, j]) >= 0.8:
+                    lines.append(f"correlated: {a} and {res.names[j]} ({R[i, j]:+.2f})")
+    lost = res.not_identifiable()
+    pinned = [n for n, r in res.derived.items() if r.identifiable]
+    if lost:
+        tail = f"; {', '.join(pinned)} is" if pinned else ""
+        lines.append(f"not identifiable from these trials: {', '.join(lost)}{tail}")
+    return lines
+
+
+def profiles_figure(res: FitResult):
+    """A matplotlib Figure: each parameter's profile (the rise of S over its
+    least, in units of the range's threshold / 3.84, so 3.84 is the 95 %
+    line), the curvature's parabola, the range shaded, the bounds."""
+    from matplotlib.figure import Figure
+
+    names = [n for n in res.names if n in res.profiles]
+    fig = Figure(figsize=(4.2 * max(1, len(names)), 3.6), layout="constrained")
+    cur = res.curvature
+    if not names or cur is None:
+        fig.text(0.5, 0.5, "no profiles (curvature only)", ha="center")
+        return fig
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    unit = cur.threshold / CHI2_95
+    for ax, name in zip(axes, names, strict=True):
+        v, c = res.profiles[name]
+        order = np.argsort(v)
+        v, c = v[order], c[order]
+        rise = (c - c.min()) / unit
+        rng = res.ranges[name]
+        ax.axvspan(rng.low, rng.high, color="#9ecae1", alpha=0.5, label="95 % range")
+        ax.plot(v, rise, "o-", color="#1f4e9c", lw=1.6, label="profile")
+        se = rng.se
+        if se is not None and math.isfinite(se) and se > 0:
+            xs = np.linspace(v[0], v[-1], 200)
+            ax.plot(xs, ((xs - res.fitted[name]) / se) ** 2, "--", color="#d1495b", lw=1.2,
+                    label="curvature")
+        ax.axhline(CHI2_95, color="k", lw=0.8, ls=":", label="95 % threshold")
+        ax.axvline(res.fitted[name], color="#1f4e9c", lw=0.8)
+        for b in res.bounds[name]:
+            ax.axvline(b, color="0.5", lw=2.0)
+        ax.set_ylim(-0.5, 5.0 * CHI2_95)          # steeper profiles leave the top
+        ax.set_xlim(min(v[0], rng.low), max(v[-1], rng.high))
+        ax.set_xlabel(f"{name} ({UNITS.get(name) or '-'})")
+        verdict = "identifiable" if rng.identifiable else "not identifiable"
+        ax.set_title(f"{name} = {rng.value:.4g} [{rng.low:.4g}, {rng.high:.4g}]\n{verdict}",
+                     fontsize=9)
+    axes[0].set_ylabel("rise of S / (kappa s^2)")
+    axes[0].legend(fontsize=7, loc="upper center")
+    return fig
