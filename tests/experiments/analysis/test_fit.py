@@ -10,7 +10,7 @@ import pytest
 
 from aiko.control.gait import PRESETS, references, soft_start_times
 from aiko.experiments.analysis.compare import Paths
-from aiko.experiments.analysis.fit import FitError, fit_trials, parse_bounds
+from aiko.experiments.analysis.fit import FitError, _physics, fit_trials, parse_bounds
 from aiko.experiments.analysis.replay import load_replay, replay_plant, with_friction
 from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.experiments.rig.plant import PlantParams
@@ -44,31 +44,37 @@ def synthetic_floor(known_floor_trial):
                                            truth.t_model, truth.p_model))
 
 
-def test_fit_recovers_the_free_play_and_lowers_the_error_to_the_noise(synthetic_floor):
-    """Measured (the same on every run): backlash 3.943 deg, mu 0.224 from a
-    start at 2 deg and 0.2, RMS error 10.5 mm -> 1.69 mm (the noise alone:
-    0.7 mm), 42 evaluations, the replays' solver at u_tol 1e-6 (the data's at
-    1e-7; at 1e-7 the fit took 15 % longer for 4.089 deg, mu 0.219, 1.71 mm).
-    The free play is sharply determined; the
-    friction is not, by a local search: sidewinding on an isotropic floor is
-    nearly quasi-static, and scaling every friction force leaves such a
-    motion unchanged but for the joints' PD compliance and the links'
-    inertia. With the free play taken up at every step of the physics (not
-    once per 2 ms tick), the error along mu at the true free play is 0.64 mm
-    at the truth, 0.86 mm at 0.295 and 0.305, 1.6 mm at 0.29 and 0.32, but
-    also 1.85 mm at 0.22 against 2.5 mm at 0.26: Nelder-Mead from 0.2 stops
-    in that valley. (With the play decided once per tick it had found mu
-    0.335.) So the fit is held to the free play within 0.3 deg and an error
-    under 2 mm, a fifth of the start's; a range for mu is what a fit should
-    report here. Asserted at 1 ms, the step that costs least."""
+def test_fit_recovers_the_free_play_with_ranges_that_hold_the_truth(synthetic_floor):
+    """Least squares from 2 deg and mu 0.2, then the profiles: measured (the
+    same on every run) the search stops at 3.43 deg, mu 0.256, 6.7 mm (the
+    replay's cost is rough: 6.71 mm at 3.425 deg, 7.37 mm at 3.462); the
+    profiles' centre, 4.24 deg and mu 0.364, fits better (5.36 mm, from
+    10.5) and is taken; the ranges, free play 2.81-5.66 deg and mu
+    0.055-0.67, hold the truth (4 deg, 0.3). 10 evaluations, 28 replays,
+    against Nelder-Mead's 42 evaluations for 3.943 deg, mu 0.224 and 1.69 mm
+    with no range (the error at the truth: 0.64 mm; along mu at the true
+    free play, 0.86 mm at 0.295 and 0.305, 1.6 mm at 0.29 and 0.32, 1.85 mm
+    at 0.22: valleys narrower than any search's step). Sidewinding on an
+    isotropic floor is nearly quasi-static, and scaling every friction force
+    leaves such a motion unchanged but for the joints' PD compliance and the
+    links' inertia: mu's range spans most of its bounds. Asserted at 1 ms,
+    the step that costs least."""
     res = fit_trials([synthetic_floor], ["mu", "backlash"], servo="module", u_tol=1e-6,
                      max_iter=100, dt=FIT_DT, budget=40)
     assert res.start == {"mu": pytest.approx(0.2), "backlash": 2.0}
-    assert res.fitted["backlash"] == pytest.approx(TRUE_BACKLASH_DEG, abs=0.3), res.fitted
-    assert res.error_after < 0.002 and res.error_before > 0.005
-    assert res.error_after < res.error_before / 5
-    assert res.evaluations <= 42 and res.simulations <= res.evaluations
+    back, mu = res.ranges["backlash"], res.ranges["mu"]
+    assert back.value == pytest.approx(TRUE_BACKLASH_DEG, abs=0.3), back
+    assert back.low <= TRUE_BACKLASH_DEG <= back.high and back.high - back.low < 3.0, back
+    assert mu.low <= TRUE_MU <= mu.high, mu
+    assert res.fitted == {"mu": mu.value, "backlash": back.value}      # the centre fit better
+    assert res.error_after < res.error_before / 1.5 and res.error_before > 0.005
+    assert res.evaluations <= 14 and res.simulations <= 40
     assert res.per_trial[0]["rms_error_m"] == pytest.approx(res.error_after)
+    assert set(res.profiles) == {"mu", "backlash"} and res.curvature is not None
+    doc = res.to_dict()
+    assert doc["parameters"]["backlash"]["low"] == back.low
+    assert doc["noise"]["floor_rms_m"] == pytest.approx(0.0005 * 2 ** 0.5)
+    json.dumps(doc)                                           # fit.json's document
 
 
 def test_fit_on_the_rig_trial_moves_toward_the_truth(known_floor_trial):
@@ -101,11 +107,14 @@ def test_fit_on_the_rig_trial_moves_toward_the_truth(known_floor_trial):
     ended at 5.2 mm, 4.9 deg, mu 0.45."""
     inp = load_replay(known_floor_trial)
     res = fit_trials([inp], ["mu", "backlash"], servo="module", u_tol=PlantParams.u_tol,
-                     max_iter=PlantParams.max_iter,
-                     dt=PlantParams.dt, budget=20)
+                     max_iter=PlantParams.max_iter, dt=PlantParams.dt, budget=20,
+                     method="nelder-mead", profile_points=0)
     assert res.error_after < res.error_before / 2.0, (res.fitted, res.error_before,
                                                     res.error_after)
     assert 2.75 <= res.fitted["backlash"] <= 6.0 and 0.1 <= res.fitted["mu"] <= 0.8, res.fitted
+    # the ranges from the curvature alone (one more replay a parameter)
+    assert not res.profiles and all(r.source == "curvature" for r in res.ranges.values())
+    assert res.simulations <= res.evaluations + 2
 
 
 def test_aiko_fit_of_the_delay_writes_its_report(known_floor_trial, tmp_path):
@@ -113,8 +122,11 @@ def test_aiko_fit_of_the_delay_writes_its_report(known_floor_trial, tmp_path):
              "--out", tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads((tmp_path / "fit.json").read_text())
-    # one simulation: a delay only shifts the experiment's times (a scalar search)
-    assert doc["simulations"] == 1 and doc["evaluations"] == 2
+    # one simulation: a delay only shifts the experiment's times, in the
+    # search, its Jacobian and its profile alike
+    assert doc["simulations"] == 1 and doc["evaluations"] >= 2
+    delay = doc["parameters"]["delay"]
+    assert delay["low"] <= delay["value"] <= delay["high"] and delay["source"] == "profile"
     assert -0.3 <= doc["fitted"]["delay"] <= 0.3
     assert doc["error_after_m"] <= doc["error_before_m"]
     assert (tmp_path / "floor-fit.png").read_bytes()[:4] == b"\x89PNG"
@@ -126,6 +138,22 @@ def test_bad_fit_requests_are_one_line_errors(known_floor_trial, tmp_path):
         parse_bounds("mu=0.1", ["mu"])
     with pytest.raises(FitError, match="need finite LO < HI"):
         parse_bounds("mu=0.5:0.1", ["mu"])
-    for params, needle in [("speed", "unknown speed"), ("mu,mu_x", "not both")]:
+    for params, needle in [("speed", "unknown speed"), ("mu,mu_x", "not both"),
+                           ("ratio", "fitted with mu"), ("mu,mu", "names one twice")]:
         r = aiko("fit", known_floor_trial, "--params", params, "--out", tmp_path)
         assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_the_command_lines_defaults_are_the_fits():
+    from aiko.experiments.analysis import fit
+    from aiko.experiments.cli import fit as command
+
+    assert command.METHODS == fit.METHODS and command.NOISE_MM == fit.NOISE_MM
+    assert command.PROFILE_POINTS == fit.PROFILE_POINTS
+
+
+def test_a_mean_and_ratio_is_the_floor_they_make():
+    physics = _physics({"mu": 0.3, "ratio": 2.0, "backlash": 4.0}, {"servo": "module"})
+    assert physics["mu_x"] == pytest.approx(0.2) and physics["mu_y"] == pytest.approx(0.4)
+    assert physics["backlash"] == pytest.approx(math.radians(4.0))
+    assert physics["servo"] == "module"
