@@ -37,7 +37,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 __all__ = ["CHI2_95", "Range", "Curvature", "curvature", "curvature_range",
-           "profile_values", "profile_step", "profile_range", "roughness", "derived_friction"]
+           "profile_values", "profile_step", "profile_range", "profile_parabola", "roughness",
+           "derived_friction"]
 
 CHI2_95 = 3.841458820694124
 """The chi-square quantile of one degree of freedom at 95 %."""
@@ -176,6 +177,17 @@ def _parabola(v: np.ndarray, c: np.ndarray):
     coef = np.polyfit(u, c, 2)
     rough = float(np.sqrt(np.sum((c - np.polyval(coef, u)) ** 2) / max(v.size - 3, 1)))
     return x0, width, coef, rough
+
+
+def profile_parabola(values: np.ndarray, costs: np.ndarray):
+    """The parabola of a profile (:func:`profile_range`) as a function of
+    the parameter, and the samples' scatter about it; None under three."""
+    if len(values) < 3:
+        return None
+    order = np.argsort(values)
+    x0, width, coef, rough = _parabola(np.asarray(values, float)[order],
+                                       np.asarray(costs, float)[order])
+    return (lambda x: np.polyval(coef, (np.asarray(x, float) - x0) / width)), rough
 
 
 def roughness(values: np.ndarray, costs: np.ndarray) -> float:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from aiko.experiments.analysis.fit_ranges import CHI2_95, Range
+from aiko.experiments.analysis.fit_ranges import CHI2_95, Range, profile_parabola
 
 if TYPE_CHECKING:
     from aiko.experiments.analysis.fit import FitResult
@@ -86,41 +86,54 @@ def report_lines(res: FitResult) -> list[str]:
 
 def profiles_figure(res: FitResult):
     """A matplotlib Figure: each parameter's profile (the rise of S over its
-    least, in units of the range's threshold / 3.84, so 3.84 is the 95 %
-    line), the curvature's parabola, the range shaded, the bounds."""
+    least, in units of kappa s^2, so 3.84 is the 95 % line of a smooth cost),
+    the parabola fitted to it and the level its range is read at (the
+    threshold plus twice the profile's roughness), the curvature's parabola,
+    the range shaded, the bounds."""
     from matplotlib.figure import Figure
 
     names = [n for n in res.names if n in res.profiles]
-    fig = Figure(figsize=(4.2 * max(1, len(names)), 3.6), layout="constrained")
+    fig = Figure(figsize=(4.2 * max(1, len(names)), 3.8), layout="constrained")
     cur = res.curvature
     if not names or cur is None:
         fig.text(0.5, 0.5, "no profiles (curvature only)", ha="center")
         return fig
     axes = fig.subplots(1, len(names), squeeze=False)[0]
-    unit = cur.threshold / CHI2_95
     for ax, name in zip(axes, names, strict=True):
-        v, c = res.profiles[name]
-        order = np.argsort(v)
-        v, c = v[order], c[order]
-        rise = (c - c.min()) / unit
-        rng = res.ranges[name]
-        ax.axvspan(rng.low, rng.high, color="#9ecae1", alpha=0.5, label="95 % range")
-        ax.plot(v, rise, "o-", color="#1f4e9c", lw=1.6, label="profile")
-        se = rng.se
-        if se is not None and math.isfinite(se) and se > 0:
-            xs = np.linspace(v[0], v[-1], 200)
-            ax.plot(xs, ((xs - res.fitted[name]) / se) ** 2, "--", color="#d1495b", lw=1.2,
-                    label="curvature")
-        ax.axhline(CHI2_95, color="k", lw=0.8, ls=":", label="95 % threshold")
-        ax.axvline(res.fitted[name], color="#1f4e9c", lw=0.8)
-        for b in res.bounds[name]:
-            ax.axvline(b, color="0.5", lw=2.0)
-        ax.set_ylim(-0.5, 5.0 * CHI2_95)          # steeper profiles leave the top
-        ax.set_xlim(min(v[0], rng.low), max(v[-1], rng.high))
-        ax.set_xlabel(f"{name} ({UNITS.get(name) or '-'})")
-        verdict = "identifiable" if rng.identifiable else "not identifiable"
-        ax.set_title(f"{name} = {rng.value:.4g} [{rng.low:.4g}, {rng.high:.4g}]\n{verdict}",
-                     fontsize=9)
+        _profile_panel(ax, res, name, cur.threshold / CHI2_95)
     axes[0].set_ylabel("rise of S / (kappa s^2)")
     axes[0].legend(fontsize=7, loc="upper center")
     return fig
+
+
+def _profile_panel(ax, res: FitResult, name: str, unit: float) -> None:
+    v, c = res.profiles[name]
+    order = np.argsort(v)
+    v, c = v[order], c[order]
+    rng = res.ranges[name]
+    xs = np.linspace(min(v[0], rng.low), max(v[-1], rng.high), 200)
+    fitted = profile_parabola(v, c)
+    floor = c.min()
+    top = 5.0 * CHI2_95
+    ax.axvspan(rng.low, rng.high, color="#9ecae1", alpha=0.5, label="95 % range")
+    if fitted is not None:
+        curve, rough = fitted
+        floor = min(floor, float(curve(xs).min()))
+        level = CHI2_95 + 2.0 * rough / unit
+        ax.plot(xs, (curve(xs) - floor) / unit, color="#6a3d9a", lw=1.2, label="its parabola")
+        ax.axhline(level, color="#6a3d9a", lw=0.8, ls="--", label="level (with roughness)")
+        top = max(top, 1.3 * level)
+    ax.plot(v, (c - floor) / unit, "o-", color="#1f4e9c", lw=1.4, label="profile")
+    if rng.se is not None and math.isfinite(rng.se) and rng.se > 0:
+        ax.plot(xs, ((xs - res.fitted[name]) / rng.se) ** 2, ":", color="#d1495b", lw=1.2,
+                label="curvature")
+    ax.axhline(CHI2_95, color="k", lw=0.8, ls=":", label="3.84")
+    ax.axvline(rng.value, color="#1f4e9c", lw=0.8)
+    for b in res.bounds[name]:
+        ax.axvline(b, color="0.5", lw=2.0)
+    ax.set_ylim(-0.02 * top, top)              # steeper samples leave the top
+    ax.set_xlim(xs[0], xs[-1])
+    ax.set_xlabel(f"{name} ({UNITS.get(name) or '-'})")
+    verdict = "identifiable" if rng.identifiable else "not identifiable"
+    ax.set_title(f"{name} = {rng.value:.4g} [{rng.low:.4g}, {rng.high:.4g}]\n{verdict}",
+                 fontsize=9)
