@@ -91,7 +91,7 @@ def _physics(values: dict, options: dict) -> dict:
     """simulate_replay's keywords for these values (and fixed options)."""
     mu = values.get("mu")
     mu_x, mu_y = values.get("mu_x", mu), values.get("mu_y", mu)
-    if "ratio" in values:
+    if "ratio" in values and mu is not None:
         mu_x = 2.0 * mu / (1.0 + values["ratio"])
         mu_y = values["ratio"] * mu_x
     backlash = values.get("backlash")
