@@ -233,8 +233,9 @@ def profile_range(values: np.ndarray, costs: np.ndarray, threshold: float,
 def _derived(value: float, gz: np.ndarray, cur: Curvature, widen: float) -> Range:
     var = cur.variance(gz)
     se = widen * math.sqrt(var) if var >= 0 else math.inf
-    low, high = value - 1.959964 * se, value + 1.959964 * se
-    ok = math.isfinite(se) and (high - low) / 2 < 0.5 * abs(value)
+    ok = math.isfinite(se) and 1.959964 * se < 0.5 * abs(value)
+    # a friction, its ratio and its mean are positive
+    low, high = max(value - 1.959964 * se, 0.0), value + 1.959964 * se
     reason = "" if ok else "its range is wider than its value"
     return Range(value, low, high, ok, "curvature", reason, se)
 

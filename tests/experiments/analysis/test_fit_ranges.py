@@ -135,6 +135,10 @@ def test_the_derived_friction_and_its_range():
     back = derived_friction(lambda z: {"mu": z[0], "ratio": z[1]}, np.array([0.3, 2.0]),
                             curvature(np.eye(2) * 1e3, np.ones(2), 2.0, np.ones(2)), 1e-7)
     assert back["mu_x"].value == pytest.approx(0.2) and back["mu_y"].value == pytest.approx(0.4)
+    loose = derived_friction(values_at, np.array([0.2, 0.4, 3.0]),
+                             curvature(np.eye(3) * 5.0, np.full(3, 3 ** -0.5), 3.0, np.ones(3)),
+                             1e-7)["mu_y/mu_x"]
+    assert not loose.identifiable and loose.low == 0.0 and loose.high > 4.0   # never below 0
 
 
 def test_effective_samples_of_white_and_correlated_residuals():
