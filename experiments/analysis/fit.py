@@ -31,14 +31,15 @@ import numpy as np
 
 from aiko.experiments.analysis.bounds import parse_bounds_spec
 from aiko.experiments.analysis.compare import ComparisonError, Paths, compare_paths
-from aiko.experiments.analysis.fit_objective import Objective
+from aiko.experiments.analysis.fit_objective import STEP, Objective
 from aiko.experiments.analysis.fit_ranges import Curvature, Range
+from aiko.experiments.analysis.fit_residuals import PENALTY_M as PENALTY
 from aiko.experiments.analysis.replay import ReplayInput
 from aiko.experiments.analysis.replay_files import shifted, simulate_replay
 from aiko.model.errors import AikoError
 
-__all__ = ["FIT_BOUNDS", "METHODS", "NOISE_MM", "PROFILE_POINTS", "FitError", "FitResult", "fit_trials",
-           "parse_bounds"]
+__all__ = ["FIT_BOUNDS", "METHODS", "NOISE_MM", "PROFILE_POINTS", "FitError", "FitResult",
+           "fit_trials", "parse_bounds"]
 
 FIT_BOUNDS = {"mu": (0.02, 1.0), "mu_x": (0.02, 1.0), "mu_y": (0.02, 1.0),
               "ratio": (0.2, 5.0), "backlash": (0.0, 10.0), "delay": (-0.3, 0.3)}
@@ -53,14 +54,6 @@ five points leaves two to judge the cost's roughness by)."""
 NOISE_MM = 0.5
 """The motion capture's noise (mm, each coordinate) the residuals are
 weighed by unless told: Vicon's and the simulated rig's."""
-
-PENALTY = 10.0
-"""Objective (m) of a replay that fails (a diverging step): far worse than any fit."""
-
-STEP = 0.05
-"""Forward-difference step of the Jacobian in the unit box (5 % of a bound's
-width: a replay's cost is rough below about that, and a step of 2 % left a
-fit of three trials at 2.8 deg of free play where 3.4 explains them better)."""
 
 
 class FitError(AikoError):

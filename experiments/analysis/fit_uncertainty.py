@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from aiko.experiments.analysis.fit_objective import Objective
+from aiko.experiments.analysis.fit_objective import STEP, Objective
 from aiko.experiments.analysis.fit_ranges import (
     Curvature,
     Range,
@@ -24,9 +24,6 @@ from aiko.experiments.analysis.fit_ranges import (
 from aiko.experiments.analysis.fit_residuals import effective_samples
 
 __all__ = ["parameter_ranges"]
-
-STEP = 0.05
-"""The Jacobian's step in the unit box (as the least-squares search's)."""
 
 SPAN = 0.05
 """A profile reaches at least this share of the bounds' width either side

@@ -49,7 +49,8 @@ def add_parser(sub) -> None:
                         "parallel), nelder-mead, or de (differential evolution) on the mean "
                         "RMS error")
     f.add_argument("--budget", type=positive("budget"), default=60, metavar="N",
-                   help="the search's evaluations at most (default 60)")
+                   help="the search's evaluations at most (default 60; least squares "
+                        "counts a Jacobian as one a parameter)")
     f.add_argument("--noise-mm", type=positive("noise-mm"), default=NOISE_MM, metavar="MM",
                    help=f"the motion capture's noise, each coordinate (default {NOISE_MM})")
     f.add_argument("--profile-points", type=int, default=PROFILE_POINTS, metavar="N",
