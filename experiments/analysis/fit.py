@@ -259,20 +259,25 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
                servo: str | None = None, u_tol: float | None = None,
                max_iter: int | None = None, dt: float | None = None,
                method: str = "least-squares", budget: int = 60, noise_mm: float = NOISE_MM,
-               profile_points: int = PROFILE_POINTS, executor=None, progress=None) -> FitResult:
+               profile_points: int = PROFILE_POINTS, profile_refit: int = 0, executor=None,
+               progress=None) -> FitResult:
     """Fit ``names`` (see the module docstring) to the trials ``inputs``.
     ``start``: initial values (default: the trials' own friction, backlash 2
     deg, delay 0); ``servo``, ``u_tol``, ``max_iter``, ``dt``: fixed replay
     settings; ``budget``: evaluations of the search at most; ``noise_mm``:
     the motion capture's noise the residuals are weighed by;
     ``profile_points``: a profile's points per parameter (0: the ranges from
-    the curvature alone); ``progress(evaluations, best)``."""
+    the curvature alone); ``profile_refit``: least-squares evaluations that
+    re-fit the others at each profile point (0: one Gauss-Newton step);
+    ``progress(evaluations, best)``."""
     from aiko.experiments.analysis.fit_uncertainty import parameter_ranges
 
     if not inputs:
         raise FitError("no trials to fit")
     if method not in METHODS:
         raise FitError(f"unknown method {method!r} ({', '.join(METHODS)})")
+    if profile_refit < 0 or profile_points < 0:
+        raise FitError("--profile-points and --profile-refit: 0 or more")
     if not noise_mm > 0:
         raise FitError(f"--noise-mm {noise_mm}: must be above 0")
     check_names(names)
@@ -298,7 +303,8 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
     e1 = obj.mean_error(paths, fitted.get("delay", 0.0))
     search_s = time.perf_counter() - w0
     evaluations = len(obj.history)
-    ranges, derived, cur, profiles = parameter_ranges(obj, z, fitted, J, r, profile_points)
+    ranges, derived, cur, profiles = parameter_ranges(obj, z, fitted, J, r, profile_points,
+                                                      profile_refit)
     if profiles:
         fitted, paths, message = _centre(obj, fitted, paths, ranges, message)
         e1 = obj.mean_error(paths, fitted.get("delay", 0.0))

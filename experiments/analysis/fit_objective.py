@@ -124,13 +124,14 @@ class Objective:
 
     # -------------------------------------------------------------- Jacobian
     def jacobian(self, z: np.ndarray, r0: np.ndarray | None = None,
-                 step: float = STEP) -> np.ndarray:
+                 step: float = STEP, columns: list[int] | None = None) -> np.ndarray:
         """(N, d) forward differences of the residuals in unit coordinates, a
-        ``step`` toward the box's inside; the replays together."""
+        ``step`` toward the box's inside (only ``columns``, if given); the
+        replays together."""
         z = np.asarray(z, float)
         base = self.values(z)
         points, steps = [], []
-        for i in range(len(z)):
+        for i in (range(len(z)) if columns is None else columns):
             h = step if z[i] + step <= 1.0 else -step
             zi = z.copy()
             zi[i] += h

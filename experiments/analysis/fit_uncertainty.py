@@ -48,9 +48,41 @@ def _profile_points(obj: Objective, z: np.ndarray, J: np.ndarray, r: np.ndarray,
     return out
 
 
-def _profiles(obj: Objective, z, J, r, cur, fitted, points) -> dict[str, tuple]:
-    """name -> (values (k,), S (k,)) with the optimum among them."""
+def _refit(obj: Objective, values: dict, i: int, iterations: int) -> dict:
+    """``values`` with all but parameter ``i`` re-fitted by least squares
+    (``iterations`` evaluations at most, each Jacobian's replays together)."""
+    from scipy.optimize import least_squares
+
+    others = [k for k in range(len(obj.names)) if k != i]
+    if not others or iterations <= 0:
+        return values
+    names = [obj.names[k] for k in others]
+    fixed = {obj.names[i]: values[obj.names[i]]}
+
+    def full(zo) -> dict:
+        return {**obj.values(zo, names), **fixed}
+
+    def fun(zo) -> np.ndarray:
+        v = full(zo)
+        return obj.residuals(v, obj.paths([v])[0])
+
+    def jac(zo) -> np.ndarray:
+        return obj.jacobian(obj.unit(full(zo)), step=STEP, columns=others)
+
+    z0 = np.clip(obj.unit(values, names), 1e-6, 1.0 - 1e-6)
+    res = least_squares(fun, z0, jac=jac, bounds=(0.0, 1.0), method="trf",
+                        max_nfev=iterations, xtol=5e-3, ftol=1e-3)
+    return full(res.x)
+
+
+def _profiles(obj: Objective, z, J, r, cur, fitted, points, refit: int = 0) -> dict[str, tuple]:
+    """name -> (values (k,), S (k,)) with the optimum among them; with
+    ``refit`` the others re-fitted at each point by that many least-squares
+    evaluations after the Gauss-Newton step."""
     todo = _profile_points(obj, z, J, r, cur, fitted, points)
+    obj.paths([v for _, v in todo])                   # the steps' replays together
+    if refit > 0:
+        todo = [(i, _refit(obj, v, i, refit)) for i, v in todo]
     all_paths = obj.paths([v for _, v in todo])
     S_opt = float(r @ r)
     out = {n: ([fitted[n]], [S_opt]) for n in obj.names}
@@ -65,17 +97,18 @@ def _profiles(obj: Objective, z, J, r, cur, fitted, points) -> dict[str, tuple]:
 
 
 def parameter_ranges(obj: Objective, z: np.ndarray, fitted: dict, J: np.ndarray | None,
-                     r: np.ndarray | None, points: int):
+                     r: np.ndarray | None, points: int, refit: int = 0):
     """(ranges, derived, curvature, profiles) of a fit whose optimum is at
     unit coordinates ``z`` (values ``fitted``); ``J`` and ``r`` there if the
-    search has them (else computed: one replay per parameter)."""
+    search has them (else computed: one replay per parameter); ``refit``:
+    see :func:`_profiles`."""
     paths = obj.paths([fitted])[0]
     if r is None:
         r = obj.residuals(fitted, paths)
     if J is None:
         J = obj.jacobian(z, r, STEP)
     cur = curvature(J, r, effective_samples(obj.series(r)), obj.hi - obj.lo)
-    profiles = _profiles(obj, z, J, r, cur, fitted, points) if points > 0 else {}
+    profiles = _profiles(obj, z, J, r, cur, fitted, points, refit) if points > 0 else {}
     ranges: dict[str, Range] = {}
     for i, name in enumerate(obj.names):
         bounds = (float(obj.lo[i]), float(obj.hi[i]))

@@ -56,6 +56,10 @@ def add_parser(sub) -> None:
     f.add_argument("--profile-points", type=int, default=PROFILE_POINTS, metavar="N",
                    help=f"points of each parameter's profile (default {PROFILE_POINTS}; 0: "
                         "ranges from the curvature at the optimum alone)")
+    f.add_argument("--profile-refit", type=int, default=0, metavar="N",
+                   help="re-fit the other parameters at each profile point by N least-squares "
+                        "evaluations (default 0: one Gauss-Newton step from the optimum; more "
+                        "follows a curved valley, at a Jacobian's replays per evaluation)")
     add_executor_options(f)
     f.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
                    help=f"folder for fit.json and the figures (default: here; {OUT_FOLDER_HELP})")
@@ -71,8 +75,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     names = [n.strip() for n in args.params.split(",") if n.strip()]
     bounds = parse_bounds(args.bounds, names)
-    if args.profile_points < 0:
-        raise FitError(f"--profile-points {args.profile_points}: must be 0 or more")
+    if args.profile_points < 0 or args.profile_refit < 0:
+        raise FitError("--profile-points and --profile-refit: 0 or more")
     inputs = [load_replay(p) for p in trial_files("fit", args.trials)]
     out_folder("fit", args.out)
     progress = Progress(args.budget, sys.stderr.isatty())
@@ -80,7 +84,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         res = fit_trials(inputs, names, bounds=bounds, servo=args.servo, u_tol=args.u_tol,
                          max_iter=None if args.max_iter is None else int(args.max_iter),
                          method=args.method, budget=int(args.budget), noise_mm=args.noise_mm,
-                         profile_points=args.profile_points, executor=ex,
+                         profile_points=args.profile_points,
+                         profile_refit=args.profile_refit, executor=ex,
                          progress=lambda n, best: progress(n))
     progress.close()
     for line in report_lines(res):

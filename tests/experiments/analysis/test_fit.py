@@ -138,6 +138,8 @@ def test_bad_fit_requests_are_one_line_errors(known_floor_trial, tmp_path):
         parse_bounds("mu=0.1", ["mu"])
     with pytest.raises(FitError, match="need finite LO < HI"):
         parse_bounds("mu=0.5:0.1", ["mu"])
+    r = aiko("fit", known_floor_trial, "--params", "mu", "--profile-refit", "-1", "--out", tmp_path)
+    assert r.returncode == 2 and "0 or more" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     for params, needle in [("speed", "unknown speed"), ("mu,mu_x", "not both"),
                            ("ratio", "fitted with mu"), ("mu,mu", "names one twice")]:
         r = aiko("fit", known_floor_trial, "--params", params, "--out", tmp_path)

@@ -236,3 +236,30 @@ def test_the_mean_and_ratio_parametrisation_pins_the_ratio(fake_trials):
     assert ranges["ratio"].identifiable and ranges["ratio"].low <= 2.0 <= ranges["ratio"].high
     assert not ranges["mu"].identifiable and "flat" in ranges["mu"].reason
     assert set(derived) == {"mu_x", "mu_y"} and not derived["mu_x"].identifiable
+
+
+def test_profiles_that_refit_the_others_are_never_above_the_one_step_ones(fake_trials):
+    """On the fake (the scale unseen, the ratio's nonlinearity there): the
+    one-step profile overstates the cost away from the optimum, re-fitting
+    the others by least squares at each point only lowers it."""
+    from aiko.experiments.analysis.fit_ranges import curvature as curv
+    from aiko.experiments.analysis.fit_residuals import effective_samples as n_eff
+    from aiko.experiments.analysis.fit_uncertainty import _profiles
+
+    bounds = {"mu_x": (0.02, 1.0), "mu_y": (0.02, 1.0), "backlash": (0.0, 10.0)}
+    names = ["mu_x", "mu_y", "backlash"]
+    obj = Objective(fake_trials, names, bounds, 0.0005, lambda v: _physics(v, {}),
+                    _fake_simulate, _error, None)
+    z, _, J, r = _search_least_squares(obj, {"mu_x": 0.2, "mu_y": 0.2, "backlash": 2.0}, 60,
+                                       lambda: None)
+    fitted = obj.values(z)
+    cur = curv(J, r, n_eff(obj.series(r)), obj.hi - obj.lo)
+    one = _profiles(obj, z, J, r, cur, fitted, 4)
+    refit = _profiles(obj, z, J, r, cur, fitted, 4, refit=4)
+    for name in names:
+        assert np.array_equal(one[name][0], refit[name][0])         # the same points
+        # (a re-fit starts a millionth inside a bound the step reached)
+        assert np.all(refit[name][1] <= one[name][1] * (1 + 1e-6)), name
+    # along mu_x the one step loses the ratio, the re-fit keeps it where
+    # mu_y can follow (not beyond mu_x 0.5, where mu_y would pass its bound)
+    assert np.sum(refit["mu_x"][1] < one["mu_x"][1] / 10) >= 2
