@@ -16,18 +16,26 @@ __all__ = ["ServedKind", "SERVED_KINDS", "open_served_source"]
 
 @dataclass(frozen=True)
 class ServedKind:
-    """A system served over TCP: what it is, its default port, the client."""
+    """A system served over TCP: what it is, its default port, the client;
+    and the simulated Aiko's server of it: its name (the key of the
+    simulated rig's servers and of its ready report), what `aiko emulate`
+    calls it and the option that starts it."""
 
     what: str
     port: int
     client: str
+    server: str
+    server_what: str
+    flag: str
 
 
 SERVED_KINDS = {
     "vicon-datastream": ServedKind("Vicon DataStream (Tracker, Nexus, Shogun)", 801,
-                                   "the DataStream SDK's own client (motioncapture)"),
+                                   "the DataStream SDK's own client (motioncapture)",
+                                   "datastream", "Vicon DataStream server", "--datastream-port"),
     "qualisys": ServedKind("Qualisys Track Manager's real-time server (QTM RT)", 22223,
-                           "Qualisys' Python SDK (qtm-rt)"),
+                           "Qualisys' Python SDK (qtm-rt)",
+                           "qtm", "Qualisys QTM RT server", "--qtm-port"),
 }
 
 

@@ -104,14 +104,15 @@ def cmd_emulate(args: argparse.Namespace) -> int:
 def _emulate(args: argparse.Namespace, physics: PhysicsProcess | None) -> int:
     import asyncio
 
+    from aiko.drivers.mocap_sources import SERVED_KINDS
     from aiko.experiments.rig.simrig import RigConfig, SimulatedRig
     from aiko.firmware_interface.faults import faults_by_node
 
-    for flag, value in (("--datastream-port", args.datastream_port),
-                        ("--qtm-port", args.qtm_port)):
+    for kind, value in (("vicon-datastream", args.datastream_port),
+                        ("qualisys", args.qtm_port)):
         if value is not None and physics is None:
-            raise ArgError(f"aiko emulate: {flag} needs --plant (the frames are the "
-                           "simulated Aiko's)")
+            raise ArgError(f"aiko emulate: {SERVED_KINDS[kind].flag} needs --plant (the frames "
+                           "are the simulated Aiko's)")
     faults = faults_by_node(args.fault)
     for node in faults:
         if node > args.nodes:
@@ -223,6 +224,8 @@ class _Output:
         if self.json_lines:
             self.emit("ready", info)
             return
+        from aiko.drivers.mocap_sources import SERVED_KINDS
+
         args, scene = self.args, self.scene
         what = "the simulated Aiko" if self.plant else f"{args.nodes} joint modules"
         print(f"aiko emulate: {what} behind an slcan adapter", flush=True)
@@ -233,11 +236,10 @@ class _Output:
                   f"link1..link{args.nodes + 1}"
                   + (f", peg1..peg{len(scene.pegs)}" if scene.pegs else "")
                   + f", {args.mocap_rate:g} Hz", flush=True)
-        for key, what, kind in (("datastream", "Vicon DataStream server", "vicon-datastream"),
-                                ("qtm", "Qualisys QTM RT server", "qualisys")):
-            if info.get(key) is not None:
-                host, p = info[key]
-                print(f"motion capture: {what} on {host}:{p}, the same frames "
+        for kind, served in SERVED_KINDS.items():
+            if info.get(served.server) is not None:
+                host, p = info[served.server]
+                print(f"motion capture: {served.server_what} on {host}:{p}, the same frames "
                       f"(aiko run --mocap {kind}:{host}:{p})", flush=True)
         if not scene.empty:
             print(f"scene: {scene.describe()}", flush=True)

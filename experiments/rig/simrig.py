@@ -38,6 +38,7 @@ from aiko.drivers.datastream import tracker_poses
 from aiko.drivers.datastream_server import DataStreamServer
 from aiko.drivers.frame_server import FrameServer
 from aiko.drivers.mocap import VICON_UDP_PORT, ViconUdpSender
+from aiko.drivers.mocap_sources import SERVED_KINDS
 from aiko.drivers.priority import Priority, freeze_heap, request_realtime
 from aiko.drivers.qtm_server import QtmServer
 from aiko.experiments.rig.physics import PhysicsError, PhysicsProcess, PhysicsUpdate
@@ -333,7 +334,7 @@ class SimulatedRig:
                               "udp_target": cfg.udp_target if self.physics is not None else None,
                               **{key: None if key not in self.servers else
                                  (self.servers[key].host, self.servers[key].port)
-                                 for key in ("datastream", "qtm")},
+                                 for key in (k.server for k in SERVED_KINDS.values())},
                               "awake": str(self.awake)})
                 with self._updates_on_arrival():
                     await self._serve_tasks(on_status)
@@ -354,21 +355,22 @@ class SimulatedRig:
         names = [f"link{i}" for i in range(1, cfg.nodes + 2)]
         if self.view is not None:
             names += list(self.view.fixed)              # the scene's pegs
-        wanted: list[tuple[str, str, FrameServer]] = []
+        wanted: list[tuple[str, FrameServer]] = []
         if cfg.datastream_port is not None:
-            wanted.append(("datastream", "DataStream server", DataStreamServer(
+            wanted.append(("vicon-datastream", DataStreamServer(
                 cfg.host, cfg.datastream_port, 1.0 / plant.mocap_rate,
                 plant.mocap_latency_ms / 1000.0, names)))
         if cfg.qtm_port is not None:
-            wanted.append(("qtm", "QTM RT server", QtmServer(cfg.host, cfg.qtm_port,
-                                                             plant.mocap_rate, names)))
-        for key, what, server in wanted:
+            wanted.append(("qualisys", QtmServer(cfg.host, cfg.qtm_port, plant.mocap_rate,
+                                                 names)))
+        for kind, server in wanted:
+            served = SERVED_KINDS[kind]
             try:
                 await server.__aenter__()
             except OSError as exc:
-                raise RigStartError(f"{what} on {cfg.host}:{server.port}",
+                raise RigStartError(f"{served.server_what} on {cfg.host}:{server.port}",
                                     f"cannot listen ({exc.strerror})") from exc
-            self.servers[key] = server
+            self.servers[served.server] = server
 
     def _serve_frame(self, frame: int, t: float, objects: dict) -> None:
         """Each Tracker frame also to the servers' clients."""

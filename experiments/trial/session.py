@@ -176,7 +176,7 @@ def plant_argv(config: TrialConfig, plant: PlantParams, params: SnakeParams,
     for t0, t1 in plant.mocap_occlusion:
         argv += ["--mocap-occlusion", f"{t0!r}:{t1!r}"]
     if served is not None:
-        argv += [_SERVER_FLAG[served[0]], str(served[1])]
+        argv += [SERVED_KINDS[served[0]].flag, str(served[1])]
     return python_module("aiko.experiments.cli", *argv)
 
 
@@ -361,10 +361,6 @@ async def _open_mocap(stack: contextlib.AsyncExitStack, config: SessionConfig, c
     return mocap
 
 
-_SERVER_FLAG = {"vicon-datastream": "--datastream-port", "qualisys": "--qtm-port"}
-_SERVER_KEY = {"vicon-datastream": "datastream", "qualisys": "qtm"}   # in its ready line
-
-
 def _served_kind(config: SessionConfig) -> str | None:
     """The trial's motion capture if it is read from a server (KIND:HOST)."""
     kind = config.trial.mocap.partition(":")[0]
@@ -388,7 +384,7 @@ async def _open_served_mocap(stack: contextlib.AsyncExitStack, config: SessionCo
     """The simulated Aiko's server, through the vendor's client."""
     kind = _served_kind(config)
     assert kind is not None
-    host, port = report.plant[_SERVER_KEY[kind]]
+    host, port = report.plant[SERVED_KINDS[kind].server]
     source = open_served_source(kind, f"{host}:{port}", config.trial.mocap_subject, clock)
     await stack.enter_async_context(source)
     return source
