@@ -73,6 +73,17 @@ def check_names(names: list[str]) -> None:
         raise FitError("--params: ratio (mu_y/mu_x) is fitted with mu, their mean")
 
 
+def check_options(method: str, noise_mm: float, profile_points: int,
+                  profile_refit: int) -> None:
+    """FitError for a method, noise or profile setting a fit cannot take."""
+    if method not in METHODS:
+        raise FitError(f"unknown method {method!r} ({', '.join(METHODS)})")
+    if profile_refit < 0 or profile_points < 0:
+        raise FitError("--profile-points and --profile-refit: 0 or more")
+    if not noise_mm > 0:
+        raise FitError(f"--noise-mm {noise_mm}: must be above 0")
+
+
 def parse_bounds(spec: str | None, names: list[str]) -> dict[str, tuple[float, float]]:
     """``"mu=0.05:0.6,backlash=0:8"`` over the defaults; FitError for bad input."""
     check_names(names)
@@ -274,12 +285,7 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
 
     if not inputs:
         raise FitError("no trials to fit")
-    if method not in METHODS:
-        raise FitError(f"unknown method {method!r} ({', '.join(METHODS)})")
-    if profile_refit < 0 or profile_points < 0:
-        raise FitError("--profile-points and --profile-refit: 0 or more")
-    if not noise_mm > 0:
-        raise FitError(f"--noise-mm {noise_mm}: must be above 0")
+    check_options(method, noise_mm, profile_points, profile_refit)
     check_names(names)
     bounds = {n: FIT_BOUNDS[n] for n in names} if bounds is None else bounds
     start = _start(inputs, names, bounds, start)

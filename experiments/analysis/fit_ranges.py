@@ -57,7 +57,11 @@ class Range:
     se: float | None = None       # standard error from the curvature
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """For JSON: an infinite standard error as None."""
+        out = asdict(self)
+        if out["se"] is not None and not math.isfinite(out["se"]):
+            out["se"] = None
+        return out
 
 
 @dataclass(frozen=True)

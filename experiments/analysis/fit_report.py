@@ -19,15 +19,6 @@ UNITS = {"mu": "", "mu_x": "", "mu_y": "", "ratio": "", "mu_y/mu_x": "", "backla
          "delay": "s"}
 
 
-def _finite(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
-
-
-def _range_dict(r: Range) -> dict:
-    return {"value": r.value, "low": r.low, "high": r.high, "identifiable": r.identifiable,
-            "source": r.source, "reason": r.reason, "se": _finite(r.se)}
-
-
 def report_dict(res: FitResult) -> dict:
     """fit.json: the search, and per parameter and derived quantity
     ``{"value", "low", "high", "identifiable", ...}`` (a 95 % range)."""
@@ -37,8 +28,8 @@ def report_dict(res: FitResult) -> dict:
            "evaluations": res.evaluations, "wall_s": res.wall_s,
            "search_wall_s": res.search_wall_s, "method": res.method, "message": res.message,
            "per_trial": res.per_trial,
-           "parameters": {n: _range_dict(r) for n, r in res.ranges.items()},
-           "derived": {n: _range_dict(r) for n, r in res.derived.items()},
+           "parameters": {n: r.to_dict() for n, r in res.ranges.items()},
+           "derived": {n: r.to_dict() for n, r in res.derived.items()},
            "noise": {"sigma_mm": res.noise_mm,
                      "floor_rms_m": math.sqrt(2.0) * res.noise_mm / 1000.0,
                      "fit_rms_m": res.error_after}}
@@ -46,7 +37,7 @@ def report_dict(res: FitResult) -> dict:
     if cur is not None:
         R = cur.correlations()
         doc["correlations"] = {"names": res.names,
-                               "matrix": [[_finite(float(x)) for x in row] for row in R]}
+                               "matrix": R.tolist()}          # finite: 0 where unseen
         doc["statistics"] = {"residuals": cur.n, "effective_samples": cur.n_eff,
                              "s2": cur.s2, "kappa": cur.kappa,
                              "threshold": cur.threshold}

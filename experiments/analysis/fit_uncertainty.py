@@ -102,9 +102,8 @@ def parameter_ranges(obj: Objective, z: np.ndarray, fitted: dict, J: np.ndarray 
     unit coordinates ``z`` (values ``fitted``); ``J`` and ``r`` there if the
     search has them (else computed: one replay per parameter); ``refit``:
     see :func:`_profiles`."""
-    paths = obj.paths([fitted])[0]
     if r is None:
-        r = obj.residuals(fitted, paths)
+        r = obj.residuals(fitted, obj.paths([fitted])[0])
     if J is None:
         J = obj.jacobian(z, r, STEP)
     cur = curvature(J, r, effective_samples(obj.series(r)), obj.hi - obj.lo)

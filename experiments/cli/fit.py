@@ -68,15 +68,14 @@ def add_parser(sub) -> None:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from aiko.experiments.analysis.executor import open_executor
-    from aiko.experiments.analysis.fit import FitError, fit_trials, parse_bounds
+    from aiko.experiments.analysis.fit import check_options, fit_trials, parse_bounds
     from aiko.experiments.analysis.fit_report import report_lines
     from aiko.experiments.analysis.replay import load_replay
     from aiko.experiments.cli.args import Progress
 
     names = [n.strip() for n in args.params.split(",") if n.strip()]
     bounds = parse_bounds(args.bounds, names)
-    if args.profile_points < 0 or args.profile_refit < 0:
-        raise FitError("--profile-points and --profile-refit: 0 or more")
+    check_options(args.method, args.noise_mm, args.profile_points, args.profile_refit)
     inputs = [load_replay(p) for p in trial_files("fit", args.trials)]
     out_folder("fit", args.out)
     progress = Progress(args.budget, sys.stderr.isatty())
