@@ -1,11 +1,14 @@
 """Frames for the simulated motion-capture servers' tests (DataStream and QTM
 RT alike): frame k's subjects, a publisher at a fixed rate, and one in
-lockstep with a client."""
+lockstep with a client; and what a source says when no server is there."""
 
 import asyncio
 import time
 
+import pytest
+
 from aiko.drivers.datastream import Pose, rotation_xyz
+from aiko.drivers.mocap import MocapUnavailableError
 
 
 def subjects(k: int) -> dict:
@@ -48,3 +51,17 @@ async def lockstep(server, seen, until) -> int:
         k += 1
         server.publish(k, k / 100.0, subjects(k))
     return first
+
+
+def unreachable_error(source) -> str:
+    """The one-line error of entering ``source`` (a motion-capture source for
+    an address nothing listens on)."""
+    async def main():
+        async with source:
+            pass
+
+    with pytest.raises(MocapUnavailableError) as exc:
+        asyncio.run(main())
+    message = str(exc.value)
+    assert "cannot connect" in message and "\n" not in message
+    return message
