@@ -58,14 +58,6 @@ settings.register_profile("aiko", deadline=None, max_examples=200, derandomize=T
 settings.register_profile("explore", deadline=None, max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "aiko"))
 
-
-def pytest_collection_modifyitems(items):
-    """The files marked ``long`` first, each file's tests in their order: the
-    workers take a whole file at a time in this order, so the long files are
-    spread over them from the start and the short ones fill in at the end
-    (a long file handed out last is the run's tail)."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
-
 AIKO_COMMAND = (sys.executable, "-m", "aiko.experiments.cli")
 """The ``aiko`` command as a process of its own (argv's start)."""
 

@@ -9,10 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -18,8 +18,6 @@ from aiko.experiments.cli import build_parser
 from aiko.experiments.cli.args import ArgError
 from tests.conftest import aiko, start_emulator, stop
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
 ROBOT = "<!-- needs the robot -->"

@@ -5,10 +5,6 @@ kernels are loaded already)."""
 
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

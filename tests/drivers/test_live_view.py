@@ -30,8 +30,6 @@ from aiko.drivers.messages import (
 )
 from tests.conftest import AIKO_COMMAND, trial_with_emulator
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 def get(url):
     try:

@@ -25,8 +25,6 @@ from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter, SlcanError, format_frame, parse_command
 from tests.conftest import AIKO_COMMAND, aiko
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 def msg(frame):
     ident, data = encode(frame)

@@ -15,8 +15,6 @@ from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.reference import reference_step
 from tests.conftest import aiko
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 G = 9.81
 
 COMPLIANT_STEP = SolverParams(dt=0.0005)

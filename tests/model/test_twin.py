@@ -17,8 +17,6 @@ from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.reference import reference_step
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 def _states():
     """(label, params, state, refs): resting, impacting, sliding, sidewinding,

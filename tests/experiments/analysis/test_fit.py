@@ -17,8 +17,6 @@ from aiko.experiments.rig.plant import PlantParams
 from aiko.model import SnakeModel, SolverParams
 from tests.conftest import TRUE_BACKLASH_DEG, TRUE_MU, aiko
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 FIT_DT = 0.001
 """The synthetic trial's and its fit's step (test_fit_recovers_...): the
 model's default."""

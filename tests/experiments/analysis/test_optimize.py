@@ -29,8 +29,6 @@ from aiko.experiments.analysis.optimize_run import RunFolder
 from aiko.experiments.files.gait_file import load_gait_toml
 from tests.conftest import AIKO_COMMAND, aiko
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 SIDEWINDING = PRESETS["sidewinding"]
 
 

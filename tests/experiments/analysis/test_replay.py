@@ -17,8 +17,6 @@ from aiko.experiments.files.triallog import TrialLog, read_trial
 from aiko.experiments.trial.runner import TrialConfig, trial_metadata
 from tests.conftest import aiko
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 def test_replay_of_the_ideal_trial_reproduces_its_parallel_model(ideal_trial):
     """The same model, references, send times and start as the parallel model

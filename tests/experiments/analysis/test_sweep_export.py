@@ -29,8 +29,6 @@ from aiko.experiments.files.triallog import TrialLogError, read_trial, stream_fr
 from aiko.model import SolverParams
 from tests.conftest import aiko
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 def test_grid_specs_parse_and_bad_ones_are_named():
     grid = parse_grid("mu=0.1:0.5:3, A_h=20")

@@ -14,8 +14,6 @@ from aiko.firmware_interface.codec import Heartbeat, decode
 from aiko.firmware_interface.protocol import NodeState
 from tests.conftest import aiko, free_port, start_emulator, stop
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 @pytest.fixture(scope="module")
 def plant_rig():

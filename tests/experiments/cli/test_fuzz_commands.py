@@ -46,8 +46,6 @@ from tests.fuzzing import (
 )
 from tests.fuzzing import write_file as _write
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 EXAMPLES = int(os.environ.get("AIKO_FUZZ_EXAMPLES", "30"))
 REPLAYS = int(os.environ.get("AIKO_FUZZ_REPLAYS", "15"))
 ALARM = 30.0          # s a command may take on one input

@@ -26,8 +26,6 @@ from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModule
 from aiko.model import SnakeModel, SnakeParams
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 def test_motor_record_hands_every_entry_over_once_and_refuses_an_overrun():
     rec = MotorRecord(3, capacity=4)

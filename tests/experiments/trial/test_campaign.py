@@ -20,8 +20,6 @@ from aiko.experiments.files.campaign_plan import PlanError, load_plan, schedule
 from aiko.experiments.trial.campaign import Campaign, CampaignError, Outcome
 from tests.conftest import AIKO_COMMAND, aiko
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 PLAN = """\
 [campaign]
 name = "floor-a"

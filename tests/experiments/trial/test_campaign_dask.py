@@ -12,8 +12,6 @@ import pytest
 
 from tests.conftest import aiko, free_port
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 PLAN = """\
 [campaign]
 name = "{name}"

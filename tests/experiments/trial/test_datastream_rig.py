@@ -15,8 +15,6 @@ from aiko.drivers.vendor_mocap import VendorMocapSource
 from aiko.experiments.files.triallog import read_trial
 from tests.conftest import aiko, aiko_process, free_port, spawn, stop
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 @pytest.mark.parametrize("kind", ["vicon-datastream", "qualisys"])
 def test_aiko_run_reads_the_simulated_aiko_through_a_vendors_client(tmp_path, kind):

@@ -16,14 +16,10 @@ import subprocess
 import threading
 import time
 
-import pytest
-
 from aiko.drivers.mocap import ObjectStreamError, decode_object_stream, encode_object_stream
 from aiko.experiments.files.triallog import read_trial
 from aiko.firmware_interface.codec import FrameError, decode
 from tests.conftest import AIKO_COMMAND, free_port
-
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
 
 RATE = 400           # babbled frames a second
 DATAGRAMS = 500      # bad datagrams a second

@@ -9,9 +9,6 @@ import signal
 import sys
 
 import aiomqtt
-import pytest
-
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
 
 
 async def _collect(port: int, topic: str, until, proc_args: list[str], kill_when=None,

@@ -19,8 +19,6 @@ from aiko.experiments.files.triallog import TrialLogError, read_trial
 from aiko.firmware_interface.codec import Ref, Sync, decode
 from tests.conftest import AIKO_COMMAND
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 NODES = 10
 
 

@@ -19,8 +19,6 @@ from aiko.firmware_interface.codec import decode
 from aiko.firmware_interface.protocol import EmcyCode, NmtCommand, NodeState, Status
 from tests.conftest import aiko, aiko_process, robot_args, spawn, start_emulator, stop
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 SATURATED = int(Status.H_SATURATED | Status.V_SATURATED)
 
 WIDE_GAIT = """\

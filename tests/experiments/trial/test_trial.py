@@ -29,8 +29,6 @@ from tests.conftest import (
     wait_for_records,
 )
 
-pytestmark = pytest.mark.long   # handed to a worker first (tests/conftest.py)
-
 
 def periods_in_tx(data):
     """The /can/tx frames grouped by SYNC: lists of decoded frames."""
