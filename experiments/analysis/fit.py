@@ -150,6 +150,11 @@ class FitResult:
         """The fitted values as simulate_replay's keywords (with the options)."""
         return _physics(self.fitted, self.options)
 
+    def floor_rms_m(self) -> float:
+        """The RMS distance (m) the motion capture's noise alone leaves
+        between experiment and a perfect model (x and y each ``noise_mm``)."""
+        return math.sqrt(2.0) * self.noise_mm / 1000.0
+
     def not_identifiable(self) -> list[str]:
         return [n for n, r in self.ranges.items() if not r.identifiable]
 
@@ -306,14 +311,13 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
         J, r = None, None
     fitted = obj.values(z)
     paths = obj.paths([fitted])[0]
-    e1 = obj.mean_error(paths, fitted.get("delay", 0.0))
     search_s = time.perf_counter() - w0
     evaluations = len(obj.history)
     ranges, derived, cur, profiles = parameter_ranges(obj, z, fitted, J, r, profile_points,
                                                       profile_refit)
     if profiles:
         fitted, paths, message = _centre(obj, fitted, paths, ranges, message)
-        e1 = obj.mean_error(paths, fitted.get("delay", 0.0))
+    e1 = obj.mean_error(paths, fitted.get("delay", 0.0))
     return FitResult(list(names), bounds, start, fitted, e0, e1, obj.simulations,
                      evaluations, time.perf_counter() - w0, method, message, obj.history,
                      _per_trial(inputs, paths, fitted.get("delay", 0.0)), options, ranges,

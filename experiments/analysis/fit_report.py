@@ -31,7 +31,7 @@ def report_dict(res: FitResult) -> dict:
            "parameters": {n: r.to_dict() for n, r in res.ranges.items()},
            "derived": {n: r.to_dict() for n, r in res.derived.items()},
            "noise": {"sigma_mm": res.noise_mm,
-                     "floor_rms_m": math.sqrt(2.0) * res.noise_mm / 1000.0,
+                     "floor_rms_m": res.floor_rms_m(),
                      "fit_rms_m": res.error_after}}
     cur = res.curvature
     if cur is not None:

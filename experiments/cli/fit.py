@@ -91,7 +91,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(line)
     print(f"mean RMS error of link 6: {100 * res.error_before:.2f} cm -> "
           f"{100 * res.error_after:.2f} cm (the motion capture's noise alone: "
-          f"{0.1 * 2 ** 0.5 * res.noise_mm:.2f} cm); {res.evaluations} evaluations, "
+          f"{100 * res.floor_rms_m():.2f} cm); {res.evaluations} evaluations, "
           f"{res.simulations} simulations, {res.search_wall_s:.1f} s search, "
           f"{res.wall_s:.1f} s with the ranges ({res.method}: {res.message})")
     (args.out / "fit.json").write_text(json.dumps(res.to_dict(), indent=2) + "\n")
