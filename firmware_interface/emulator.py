@@ -419,12 +419,18 @@ class JointModule:
             self._substep(h)
             self._t = now
             out += self._conditions(now)
-            while self._next_heartbeat <= now + 1e-12:
-                out += self._send(self._next_heartbeat, Heartbeat(self.node, self.state))
-                self._hb_count += 1
-                self._next_heartbeat = self._hb_origin + self._hb_count * HEARTBEAT_PERIOD
+            out += self._heartbeats(now)
             if f.babble_from is not None:
                 out += self._babble(now)
+        return out
+
+    def _heartbeats(self, now: float) -> list[Outgoing]:
+        """The heartbeats due by ``now``, each at its own time."""
+        out: list[Outgoing] = []
+        while self._next_heartbeat <= now + 1e-12:
+            out += self._send(self._next_heartbeat, Heartbeat(self.node, self.state))
+            self._hb_count += 1
+            self._next_heartbeat = self._hb_origin + self._hb_count * HEARTBEAT_PERIOD
         return out
 
     def _timed_faults(self, now: float) -> None:

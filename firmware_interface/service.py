@@ -21,7 +21,8 @@ from .bus_reader import BusReader
 from .codec import encode
 from .delays import DelayHistogram
 from .emulator import JointModule, Outgoing
-from .protocol import MAX_NODE_ID, REF_BASE, STATE_BASE, SYNC_ID
+from .group import JointModules
+from .protocol import MAX_NODE_ID, STATE_BASE, SYNC_ID
 
 __all__ = ["EmulatedJoints", "ANSWER_BIN"]
 
@@ -34,14 +35,16 @@ on it) go into a histogram of 0.5 ms bins up to 1 s."""
 
 
 class EmulatedJoints:
-    """Joint modules sharing one python-can bus (any interface)."""
+    """Joint modules sharing one python-can bus (any interface): a list, ticked
+    one by one, or a group (a :class:`~aiko.firmware_interface.bank.ModuleBank`
+    ticks all in one compiled call)."""
 
-    def __init__(self, bus: can.BusABC, modules: Sequence[JointModule],
+    def __init__(self, bus: can.BusABC, modules: Sequence[JointModule] | JointModules,
                  clock: Callable[[], float] = time.monotonic, tick: float = 0.002,
                  after_tick: Callable[[float], None] | None = None) -> None:
         self.bus = bus
         self.after_tick = after_tick
-        self.modules = list(modules)
+        self.group = modules if isinstance(modules, JointModules) else JointModules(modules)
         self.clock = clock
         self.tick_period = tick
         self.frames_in = 0
@@ -49,30 +52,20 @@ class EmulatedJoints:
         self.send_errors = 0
         self._heap: list[tuple[float, int, Outgoing]] = []
         self._seq = itertools.count()
-        self._by_node = {m.node: m for m in self.modules}
-        # a module that loses frames draws for every frame it hears: it hears all
-        self._lossy = [m for m in self.modules if m.faults.drop_fraction]
         self.answers = DelayHistogram(ANSWER_BIN, ANSWER_BINS)
         self._sync_stamp: float | None = None    # bus timestamp of the last SYNC
 
-    def _listeners(self, ident: int) -> list[JointModule]:
-        """The modules a frame concerns: a REF only the node it names (the
-        others would decode it to ignore it; ten REFs a period for ten
-        modules were half the modules' work on a SYNC), everything else all."""
-        if REF_BASE < ident <= REF_BASE + MAX_NODE_ID:
-            m = self._by_node.get(ident - REF_BASE)
-            return ([m] if m is not None else []) + [x for x in self._lossy if x is not m]
-        return self.modules
+    @property
+    def modules(self) -> list[JointModule]:
+        """The modules, as of now."""
+        return self.group.modules
 
     def _answered(self, stamp: float) -> None:
         if self._sync_stamp is not None:
             self.answers.add(stamp - self._sync_stamp)
 
     def module(self, node: int) -> JointModule:
-        for m in self.modules:
-            if m.node == node:
-                return m
-        raise KeyError(node)
+        return self.group.module(node)
 
     def _queue(self, items: list[Outgoing]) -> None:
         for o in items:
@@ -99,8 +92,7 @@ class EmulatedJoints:
         notifier = BusReader(self.bus, [reader], loop)
         try:
             now = self.clock()
-            for m in self.modules:
-                self._queue(m.power_up(now))
+            self._queue(self.group.power_up(now))
             self._flush(now)
             next_tick = now + self.tick_period
             while True:
@@ -126,15 +118,13 @@ class EmulatedJoints:
                     self.frames_in += 1
                     if msg.arbitration_id == SYNC_ID and not msg.is_extended_id:
                         self._sync_stamp = msg.timestamp
-                    for m in self._listeners(msg.arbitration_id):
-                        self._queue(m.receive(now, msg.arbitration_id, bytes(msg.data),
-                                              is_extended=msg.is_extended_id,
-                                              is_remote=msg.is_remote_frame))
+                    self._queue(self.group.receive(now, msg.arbitration_id, bytes(msg.data),
+                                                   is_extended=msg.is_extended_id,
+                                                   is_remote=msg.is_remote_frame))
                 if received:
                     self._flush(now)   # the answers first: a tick due now waits for them
                 if now >= next_tick:
-                    for m in self.modules:
-                        self._queue(m.tick(now))
+                    self._queue(self.group.tick(now))
                     if self.after_tick is not None:
                         self.after_tick(now)
                     next_tick = max(next_tick + self.tick_period, now)

@@ -52,10 +52,7 @@ from aiko.drivers.priority import REALTIME_PRIORITY, RealtimeGovernor, freeze_he
 from aiko.model.errors import AikoError
 
 if TYPE_CHECKING:   # loaded by the child (the parent may not have them yet)
-    from collections.abc import Sequence
-
     from aiko.experiments.rig.plant import SimulatedAiko
-    from aiko.firmware_interface.emulator import JointModule
     from aiko.model import SnakeModel, SnakeState
 
 __all__ = ["SharedRing", "MotorRecord", "UpdateRing", "PhysicsUpdate", "PhysicsProcess",
@@ -196,19 +193,6 @@ class MotorRecord(SharedRing):
         self._append_row(np.concatenate([[t], np.ravel(theta), np.ravel(speed),
                                          np.ravel(driven)]))
 
-    def append_modules(self, t: float, modules: Sequence[JointModule]) -> None:
-        """One entry read from joint modules (their ``motor_angles``,
-        ``motor_speeds`` and ``motors_driven``), the row :meth:`append` writes
-        from their arrays, in one copy."""
-        entry: list[float] = [t]
-        for m in modules:
-            entry += m.motor_angles
-        for m in modules:
-            entry += m.motor_speeds
-        for m in modules:
-            entry += m.motors_driven
-        self._append_row(entry)
-
     def unpack_rows(self, rows: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(t (k,), theta, speed, driven (k, joints, 2)) of rows (k, width)."""
@@ -273,21 +257,38 @@ class UpdateRing(SharedRing):
                              int(row[c + 2]), float(row[c + 3]), int(row[c + 4]))
 
 
-class _RecordedMotor:
-    """What the plant reads of a joint module, from the motor record."""
+class _RecordedMotors:
+    """What the plant reads of the joint modules, from the motor record: the
+    newest entry's motors (limp or driven); the link angles go back to the
+    modules' process in the update, not through here."""
 
-    def __init__(self, backlash: float) -> None:
-        from aiko.firmware_interface.emulator import JointModelParams
-        self.params = JointModelParams(backlash=backlash)
-        self.motor_angles = (0.0, 0.0)
-        self.motor_speeds = (0.0, 0.0)
-        self.motors_driven = (True, True)
+    def __init__(self, backlash: np.ndarray) -> None:
+        self._backlash = np.asarray(backlash, dtype=float)
+        n = len(self._backlash)
+        self.theta = np.zeros((n, 2))
+        self.speed = np.zeros((n, 2))
+        self.driven = np.ones((n, 2), dtype=bool)
 
-    def set_angles(self, alpha_h: float, alpha_v: float) -> None:
-        self.motor_angles = (alpha_h, alpha_v)
+    def __len__(self) -> int:
+        return len(self._backlash)
 
-    def set_link_angles(self, alpha_h: float, alpha_v: float) -> None:
-        pass   # the modules' process takes the link angles from the update
+    def motor_angles(self) -> np.ndarray:
+        return self.theta.copy()
+
+    def motor_speeds(self) -> np.ndarray:
+        return self.speed.copy()
+
+    def motors_driven(self) -> np.ndarray:
+        return self.driven
+
+    def backlash(self) -> np.ndarray:
+        return self._backlash
+
+    def set_angles(self, angles: np.ndarray) -> None:
+        self.theta[:] = np.asarray(angles, dtype=float)[:, :2]
+
+    def set_link_angles(self, angles: np.ndarray) -> None:
+        pass
 
 
 def _update(aiko: SimulatedAiko, demoted: int = 0) -> PhysicsUpdate:
@@ -296,18 +297,16 @@ def _update(aiko: SimulatedAiko, demoted: int = 0) -> PhysicsUpdate:
                          aiko.work, demoted)
 
 
-def _take(record: MotorRecord, motors: list[_RecordedMotor], aiko: SimulatedAiko,
+def _take(record: MotorRecord, motors: _RecordedMotors, aiko: SimulatedAiko,
           rows: np.ndarray) -> float | None:
     """Note the motor record's new rows in the plant; the newest time."""
     if len(rows) == 0:
         return None
     ts, thetas, speeds, drivens = record.unpack_rows(rows)
     aiko.note_motor_rows(ts, np.stack([thetas, speeds], axis=-1))
-    theta, speed, driven = thetas[-1], speeds[-1], drivens[-1]
-    for i, m in enumerate(motors):    # the stand-ins hold the newest state (limp or driven)
-        m.motor_angles = (float(theta[i, 0]), float(theta[i, 1]))
-        m.motor_speeds = (float(speed[i, 0]), float(speed[i, 1]))
-        m.motors_driven = (bool(driven[i, 0]), bool(driven[i, 1]))
+    motors.theta[:] = thetas[-1]
+    motors.speed[:] = speeds[-1]
+    motors.driven[:] = drivens[-1] != 0
     return float(ts[-1])
 
 
@@ -341,13 +340,12 @@ def _simulate(conn: Connection, fds: tuple[int, int], model: SnakeModel, state: 
               backlash: np.ndarray, record_name: str, ring_name: str, rt: RealtimeGovernor) -> None:
     from aiko.experiments.rig.plant import SimulatedAiko
 
-    motors = [_RecordedMotor(float(b)) for b in backlash]
-    aiko = SimulatedAiko(model, motors, state=state)        # type: ignore[arg-type]
+    motors = _RecordedMotors(backlash)
+    aiko = SimulatedAiko(model, motors, state=state)
     record = MotorRecord(len(motors), name=record_name)
     ring = UpdateRing(len(motors), name=ring_name)
     try:
-        warm = SimulatedAiko(model, [_RecordedMotor(float(b)) for b in backlash],  # type: ignore[misc]
-                             state=state.copy())
+        warm = SimulatedAiko(model, _RecordedMotors(backlash), state=state.copy())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             warm.advance(state.t + model.dt, 1)         # this snake's first step, untimed
@@ -363,7 +361,7 @@ def _simulate(conn: Connection, fds: tuple[int, int], model: SnakeModel, state: 
 
 
 def _loop(fds: tuple[int, int], rings: tuple[MotorRecord, UpdateRing],
-          motors: list[_RecordedMotor], aiko: SimulatedAiko, rt: RealtimeGovernor) -> None:
+          motors: _RecordedMotors, aiko: SimulatedAiko, rt: RealtimeGovernor) -> None:
     """Step behind the record; ``fds``: the wake pipe's end (read) and the
     told pipe's (written after each update)."""
     wake_fd, told_fd = fds
@@ -521,13 +519,6 @@ class PhysicsProcess:
                     driven: np.ndarray) -> None:
         assert self.record is not None
         self.record.append(t, theta, speed, driven)
-        self._wake_child()
-
-    def note_modules(self, t: float, modules: Sequence[JointModule]) -> None:
-        """:meth:`note_motors` read from joint modules: what the modules'
-        process does after every tick (:meth:`MotorRecord.append_modules`)."""
-        assert self.record is not None
-        self.record.append_modules(t, modules)
         self._wake_child()
 
     def updates(self) -> list[PhysicsUpdate]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +33,10 @@ import numpy as np
 from aiko.control.gait import JOINT_LIMIT
 from aiko.experiments.rig.plant_params import PlantParams
 from aiko.experiments.rig.references import pd_references, recorded_motors
+from aiko.firmware_interface.bank import ModuleBank
 from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModelParams, JointModule
+from aiko.firmware_interface.group import JointModules, Motors
 from aiko.firmware_interface.protocol import NmtCommand
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeState
 from aiko.model.errors import ParameterError
@@ -50,7 +53,9 @@ class SimulatedAiko:
     """The model's links driven by the emulated modules' motors.
 
     ``modules[i]`` drives joint i + 1 (between links i + 1 and i + 2); there are
-    ``model.n - 1`` of them. :meth:`advance` steps the physics to time t (the
+    ``model.n - 1`` of them: a list (ticked one by one, in Python) or a group
+    (:class:`~aiko.firmware_interface.bank.ModuleBank` for speed), whose
+    arrays the plant reads and writes. :meth:`advance` steps the physics to time t (the
     modules' clock, s) with the motors' motion over the interval, then hands
     the links' angles back to the modules.
 
@@ -63,34 +68,31 @@ class SimulatedAiko:
     now (exact when the physics keeps up, as offline).
     """
 
-    def __init__(self, model: SnakeModel, modules: list[JointModule],
+    def __init__(self, model: SnakeModel, modules: Sequence[JointModule] | Motors,
                  state: SnakeState | None = None) -> None:
         if len(modules) != model.n - 1:
             raise ParameterError("modules", len(modules),
                                  f"a {model.n}-link snake has {model.n - 1} joint modules")
         self.model = model
-        self.modules = list(modules)
+        self.group: Motors = (JointModules(modules) if isinstance(modules, Sequence)
+                              else modules)
         self.state = model.initial_state() if state is None else state
         self.steps = 0
         self.iterations = 0
         self.unconverged = 0
         self.work = 0.0          # the drives' positive work, J (StepStats.work)
         self._angles = model.joint_angles(self.state)       # (n-1, 4)
-        for m, a in zip(self.modules, self._angles, strict=True):
-            m.set_angles(a[0], a[1])
-        self._theta = self._motor_angles()
+        self.group.set_angles(self._angles)
+        self._theta = self.group.motor_angles()
         # the motors' record: entries lo..hi of (times, [angle, speed] (n-1, 2, 2))
         self._rec_t = np.empty(RECORD_START)
-        self._rec_x = np.empty((RECORD_START, len(self.modules), 2, 2))
+        self._rec_x = np.empty((RECORD_START, len(self.group), 2, 2))
         self._rec_lo = self._rec_hi = 0
-        self._half = np.array([[0.5 * m.params.backlash] * 2 for m in self.modules])
+        self._half = np.repeat(0.5 * self.group.backlash()[:, None], 2, axis=1)
 
     @property
     def t(self) -> float:
         return self.state.t
-
-    def _motor_angles(self) -> np.ndarray:
-        return np.array([m.motor_angles for m in self.modules], dtype=float).reshape(-1, 2)
 
     def joint_angles(self) -> np.ndarray:
         """(n-1, 4) alpha_h, alpha_v, omega_h, omega_v of the physics (65)-(67)."""
@@ -106,7 +108,8 @@ class SimulatedAiko:
     def note_motors(self, t: float, motors: np.ndarray | None = None) -> None:
         """Record the motors' angles at the modules' time t (s), after a tick:
         read from the modules, or ``motors`` (n-1, 2, 2) [angle, speed]."""
-        x = (np.stack([self._motor_angles(), self._motor_speeds()], axis=-1) if motors is None
+        x = (np.stack([self.group.motor_angles(), self.group.motor_speeds()], axis=-1)
+             if motors is None
              else np.asarray(motors, dtype=float))
         self.note_motor_rows(np.array([t], dtype=float), x[None])
 
@@ -141,9 +144,6 @@ class SimulatedAiko:
         self._rec_lo += int(np.searchsorted(self._rec_t[self._rec_lo:self._rec_hi],
                                             self.state.t, side="right"))
 
-    def _motor_speeds(self) -> np.ndarray:
-        return np.array([mod.motor_speeds for mod in self.modules], dtype=float).reshape(-1, 2)
-
     def step_motors(self, m: int, total: int | None = None) -> np.ndarray:
         """The motors (m, n-1, 4) [angle h, v, speed h, v] over the next m of
         ``total`` steps to the modules' present: each step's motor angle from
@@ -156,15 +156,12 @@ class SimulatedAiko:
         if recorded is not None:
             motors, self._theta = recorded
             return motors
-        theta_new = self._motor_angles()
+        theta_new = self.group.motor_angles()
         frac = (np.arange(1, m + 1) / total)[:, None, None]
         theta = self._theta[None] + (theta_new - self._theta)[None] * frac  # (m, n-1, 2)
         self._theta = theta[-1]
-        speed = np.broadcast_to(self._motor_speeds()[None], theta.shape)
+        speed = np.broadcast_to(self.group.motor_speeds()[None], theta.shape)
         return np.concatenate([theta, speed], axis=-1)
-
-    def _driven(self) -> np.ndarray:
-        return np.array([mod.motors_driven for mod in self.modules]).reshape(-1, 2)
 
     def step_references(self, m: int, total: int | None = None) -> np.ndarray:
         """References (m, n-1, 4) for the PD law over the next m of ``total``
@@ -175,7 +172,7 @@ class SimulatedAiko:
         itself takes the play up at every step (:meth:`advance`)."""
         motors = self.step_motors(m, total)
         return pd_references(motors[..., :2], motors[..., 2:], self._angles, self._half,
-                             self._driven())
+                             self.group.motors_driven())
 
     def advance(self, t: float, max_steps: int | None = None) -> int:
         """Step the physics toward the time step nearest t, at most
@@ -191,14 +188,13 @@ class SimulatedAiko:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # counted: self.unconverged
             self.state, st = self.model.run_steps_through_play(self.state, motors, self._half,
-                                                               self._driven())
+                                                               self.group.motors_driven())
         self.steps += st.steps
         self.iterations += st.iterations
         self.unconverged += st.unconverged
         self.work += st.work
         self._angles = self.model.joint_angles(self.state)
-        for mod, a in zip(self.modules, self._angles, strict=True):
-            mod.set_link_angles(a[0], a[1])
+        self.group.set_link_angles(self._angles)
         return m
 
 
@@ -320,10 +316,9 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     ``state`` (time 0) for ``end`` s, ticking every PLANT_TICK; sampled at
     ``rate`` Hz. Offline: as fast as it computes."""
     jp = JointModelParams(backlash=backlash, ideal=servo == "ideal")
-    modules = [JointModule(i, params=jp) for i in range(1, model.n)]
-    for m in modules:
-        m.power_up(-1.0)
-        m.receive(-1.0, *encode(Nmt(NmtCommand.START, 0)))
+    modules = ModuleBank([JointModule(i, params=jp) for i in range(1, model.n)])
+    modules.power_up(-1.0)
+    modules.receive(-1.0, *encode(Nmt(NmtCommand.START, 0)))
     plant = SimulatedAiko(model, modules, state.copy())
     plant.state.t = 0.0
     lo = np.array([-JOINT_LIMIT, -JOINT_LIMIT, -np.inf, -np.inf])
@@ -339,18 +334,13 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
         while k < len(t_refs) and t_refs[k] <= t + 1e-12:
             if t_refs[k] >= 0:
                 tk = float(t_refs[k])
-                for m in modules:
-                    m.tick(tk)
+                modules.tick(tk)
                 for node, r in enumerate(refs[k], start=1):
-                    frame = encode(Ref(node, *map(float, np.clip(r, lo, hi))))
-                    modules[node - 1].receive(tk, *frame)
-                sync = encode(Sync(counter % 256))
+                    modules.receive(tk, *encode(Ref(node, *map(float, np.clip(r, lo, hi)))))
+                modules.receive(tk, *encode(Sync(counter % 256)))
                 counter += 1
-                for m in modules:
-                    m.receive(tk, *sync)
             k += 1
-        for m in modules:
-            m.tick(t)
+        modules.tick(t)
         plant.advance(t)
         while next_sample <= plant.t + 1e-9:
             times.append(next_sample)

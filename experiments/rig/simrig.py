@@ -43,9 +43,11 @@ from aiko.drivers.priority import Priority, freeze_heap, request_realtime
 from aiko.drivers.qtm_server import QtmServer
 from aiko.experiments.rig.physics import PhysicsError, PhysicsProcess, PhysicsUpdate
 from aiko.experiments.rig.plant import MocapView, PlantParams, peg_objects
+from aiko.firmware_interface.bank import ModuleBank
 from aiko.firmware_interface.dbc import load_database
 from aiko.firmware_interface.delays import DelayHistogram
 from aiko.firmware_interface.emulator import FaultConfig, JointModule
+from aiko.firmware_interface.group import JointModules
 from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter
@@ -183,7 +185,10 @@ class SimulatedRig:
         the rig owns it from here and ends it when it stops."""
         self.config = config
         parts = rig_parts(config)
-        self.modules = parts.modules
+        # with a plant, the modules tick in one compiled call (the physics,
+        # in its own process, already costs a core); without, as they are
+        self.group = (ModuleBank(parts.modules) if parts.model is not None
+                      else JointModules(parts.modules))
         self.model: SnakeModel | None = parts.model
         self.start_state: SnakeState | None = parts.start_state
         self.view: MocapView | None = parts.view
@@ -202,12 +207,18 @@ class SimulatedRig:
         self.joints: EmulatedJoints | None = None
         self.awake: Awake | None = None
 
+    @property
+    def modules(self) -> list[JointModule]:
+        """The joint modules, as of now."""
+        return self.group.modules
+
     def _after_tick(self, now: float) -> None:
         physics = self.physics
         assert physics is not None  # hooked only with a plant
         if self._physics_error is not None:
             raise self._physics_error     # seen between ticks: raised in the joints task
-        physics.note_modules(now, self.modules)
+        physics.note_motors(now, self.group.motor_angles(), self.group.motor_speeds(),
+                            self.group.motors_driven())
         self._take_updates()
 
     def _take_updates(self) -> None:
@@ -236,8 +247,7 @@ class SimulatedRig:
         needs: an entry every update, one a tick of the physics, or one a
         tick of wall time while it catches up)."""
         assert self.view is not None
-        for m, a in zip(self.modules, update.angles, strict=True):
-            m.set_link_angles(a[0], a[1])
+        self.group.set_link_angles(update.angles)
         self.view.record(update.t, update.positions, update.rotations)
         self.last = update
 
@@ -293,7 +303,7 @@ class SimulatedRig:
             return
         try:
             assert self.model is not None and self.start_state is not None
-            backlash = np.array([m.params.backlash for m in self.modules])
+            backlash = self.group.backlash()
             self.last = await asyncio.to_thread(self.physics.start, self.model,
                                                 self.start_state, backlash)
             self.priority = request_realtime()
@@ -322,7 +332,7 @@ class SimulatedRig:
                 self.channel = adapter.channel
                 self.clock = TrialClock()  # time 0: the modules power up now
                 self.joints = EmulatedJoints(
-                    node_bus, self.modules, clock=self.clock.now,
+                    node_bus, self.group, clock=self.clock.now,
                     after_tick=self._after_tick if self.physics is not None else None)
                 await self._open_servers()
                 if self.physics is not None and cfg.plant is not None and self.view is not None:

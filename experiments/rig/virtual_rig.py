@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable
 
 from aiko.drivers.mocap import ViconUdpSender
+from aiko.firmware_interface.bank import ModuleBank
 from aiko.firmware_interface.dbc import load_database
 from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.firmware_interface.service import EmulatedJoints
@@ -49,14 +50,19 @@ class VirtualRig:
         self.channel = channel or f"aiko-virtual-{os.getpid()}-{id(self)}"
         parts = rig_parts(config)
         assert parts.model is not None and parts.view is not None
-        self.modules = parts.modules
+        self.bank = ModuleBank(parts.modules)   # one compiled tick for all modules
         self.view = parts.view
-        self.aiko = SimulatedAiko(parts.model, self.modules, parts.start_state)
+        self.aiko = SimulatedAiko(parts.model, self.bank, parts.start_state)
         self.bus = LoopBus(self.channel)
-        self.joints = EmulatedJoints(self.bus, self.modules, clock=clock.now,
+        self.joints = EmulatedJoints(self.bus, self.bank, clock=clock.now,
                                      after_tick=self._after_tick)
         self.sender = ViconUdpSender(config.udp_target, self.view.objects, clock,
                                      config.plant.mocap_rate, deliver=deliver)
+
+    @property
+    def modules(self):
+        """The joint modules, as of now."""
+        return self.bank.modules
 
     def _after_tick(self, now: float) -> None:
         """The physics to the tick's time with the motors the tick left."""

@@ -100,25 +100,6 @@ def test_an_update_crosses_the_ring_whole_and_a_lapped_reader_is_an_error():
         ring.close()
 
 
-def test_a_flat_entry_is_the_entry_append_writes():
-    """``note_modules`` (the modules' process, after every tick) writes the
-    row ``append`` writes from the same modules' arrays."""
-    modules, states = _driven_modules(4, PlantParams.realistic(), 0.3)
-    t, theta, speed, driven = states[-1]
-    a, b = MotorRecord(3, capacity=4), MotorRecord(3, capacity=4)
-    try:
-        a.append(t, theta, speed, driven)
-        proc = PhysicsProcess()
-        proc.record = b
-        proc.note_modules(t, modules)
-        proc.record = None
-        np.testing.assert_array_equal(a.since(0)[1], b.since(0)[1])
-        assert np.any(a.since(0)[1][0, 1:7] != 0.0)      # the motors moved
-    finally:
-        a.close()
-        b.close()
-
-
 def _driven_modules(n, plant, t_end, tick=0.002):
     """Operational modules following a wave; the motors' state after every
     tick: [(t, theta, speed, driven)]."""
