@@ -150,9 +150,14 @@ class ModuleBank(JointModules):
 
     def receive(self, t: float, arbitration_id: int, data: bytes, *, is_extended: bool = False,
                 is_remote: bool = False) -> list[Outgoing]:
+        listeners = self.listeners(arbitration_id)
+        if len(listeners) == len(self._modules):   # all: one compiled tick for all
+            ticked = self._tick_each(0, len(self._modules), float(t))
+        else:
+            ticked = {j: self._tick_each(j, j + 1, float(t)).get(j, []) for j in listeners}
         out: list[Outgoing] = []
-        for j in self.listeners(arbitration_id):
-            out += self._tick(j, j + 1, t)
+        for j in listeners:   # as each module does: its tick's frames, then its answer
+            out += ticked.get(j, [])
             self._pull(j)
             out += self._modules[j].receive(t, arbitration_id, data, is_extended=is_extended,
                                             is_remote=is_remote)
@@ -163,17 +168,27 @@ class ModuleBank(JointModules):
         return self._tick(0, len(self._modules), t)
 
     def _tick(self, lo: int, hi: int, t: float) -> list[Outgoing]:
-        t = float(t)
+        out: list[Outgoing] = []
+        for frames in self._tick_each(lo, hi, float(t)).values():
+            out += frames
+        return out
+
+    def _tick_each(self, lo: int, hi: int, t: float) -> dict[int, list[Outgoing]]:
+        """Modules lo..hi-1 advanced to t: the frames of each that sent any,
+        in module order."""
         count = self._call(lo, hi, t)
         if count < 0:         # a long interval: room for its events, then again
             self._events = np.zeros((-count, 5), dtype=np.int64)
             count = self._call(lo, hi, t)
-        out: list[Outgoing] = []
+        sent: dict[int, list[Outgoing]] = {}
         e = 0
         for j in range(lo, hi):
             if self._attention[j] or (self._babbling[j] and self._n_sub[j]):
-                e = self._emit(j, t, e, count, out)
-        return out
+                frames: list[Outgoing] = []
+                e = self._emit(j, t, e, count, frames)
+                if frames:
+                    sent[j] = frames
+        return sent
 
     def _call(self, lo: int, hi: int, t: float) -> int:
         return bank_tick(lo, hi, t, self._t, self._live, self._driving, self._operational,
