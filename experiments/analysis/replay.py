@@ -6,7 +6,9 @@ the times they were sent, from the posture the trial started in.
   references and send times (/references, phase ``gait``), the start (the
   parallel model's ``model_started`` event: t0 and, from this version on, its
   coordinates q0; for older logs rebuilt from the first gait period's STATE
-  replies placed on link 6's first motion-capture sample), link 6 from motion
+  replies placed on link 6's first motion-capture sample), the ramp's
+  references before the gait and the posture at the ramp's start (its first
+  period's STATE replies on link 6's motion capture), link 6 from motion
   capture, the parallel model's own output if there was one, and the snake
   and gait of the trial's metadata.
 * :func:`replay_model` simulates it as the parallel model does
@@ -14,7 +16,9 @@ the times they were sent, from the posture the trial started in.
 * :func:`replay_plant` simulates it through the simulated Aiko's physics
   (:class:`~aiko.experiments.rig.plant.SimulatedAiko`): the logged REF and SYNC
   frames go to emulated joint modules in virtual time, whose motors drive the
-  links through free play; for backlash and the modules' servo.
+  links through free play; for backlash and the modules' servo. It starts
+  where the trial's ramp started and plays the ramp too: where the ramp
+  left the free play and the servos decides the gait's first seconds.
 
 Both return :class:`~aiko.experiments.analysis.compare.Paths` (the experiment's link 6
 shifted by ``delay``: motion-capture times are taken as ``delay`` s late).
@@ -40,7 +44,7 @@ from aiko.model.errors import AikoError
 from aiko.model.scene import Scene, SceneError
 
 __all__ = ["ReplayError", "ReplayInput", "load_replay", "replay_model", "replay_plant",
-           "snake_params_of", "shifted", "experiment_from"]
+           "plant_solver", "snake_params_of", "shifted", "experiment_from"]
 
 LINK = 6
 SAMPLE_RATE = 20.0
@@ -75,6 +79,9 @@ class ReplayInput:
     truncated: bool
     metadata: dict
     scene: Scene = field(default_factory=Scene)   # the trial's obstacles (flat floor: empty)
+    ramp_t: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (r,) send times
+    ramp_refs: np.ndarray | None = None     # (r, nodes, 4) the ramp's references
+    q_ramp: np.ndarray | None = None        # (nodes + 1, 7) at the ramp's start
 
     @property
     def duration(self) -> float:
@@ -144,17 +151,59 @@ def load_replay(path: str | Path) -> ReplayInput:
         scene = scene_from_json(meta.get("scene"))
     except (SceneError, TypeError, ValueError) as exc:
         raise ReplayError(str(path), f"the trial's scene cannot be used: {exc}") from exc
-    t0, q0, source = _start(data, params, t_refs, refs, exp)
+    states = read_trial(path, topics=("/joint_state",)).records.get("/joint_state", [])
+    t0, q0, source = _start(data, states, params, t_refs, refs, exp)
     t_end = float(t_refs[-1] + period)
     if data.truncated:
         last = data.span[1] if data.span is not None else t_end
         t_end = min(t_end, float(last))
+    ramp_t, ramp_refs, q_ramp = _ramp(data, states, params, exp, t0)
+    if q_ramp is not None:
+        source += f"; a plant from the ramp's start ({ramp_t.size} periods before)"
     return ReplayInput(path, path.stem, str(meta.get("gait_name", "?")), nodes, float(period),
                        t_refs, refs, t0, q0, source, t_end, exp, params, data.truncated, meta,
-                       scene)
+                       scene, ramp_t, ramp_refs, q_ramp)
 
 
-def _start(data, params: SnakeParams, t_refs, refs, exp: Paths):
+def _state_posture(states: list, params: SnakeParams, counter, fallback: np.ndarray,
+                   exp: Paths, t: float) -> tuple[np.ndarray, int]:
+    """The posture of the STATE replies (``states``: the log's /joint_state
+    records) to the SYNC with ``counter`` (the joint angles of ``fallback``
+    (n-1, 2) where a node did not answer), placed on link 6's motion-capture
+    sample nearest t; and how many answered."""
+    ah, av = fallback[:, 0].copy(), fallback[:, 1].copy()
+    answered = 0
+    for _, s in states:
+        if s.get("sync_echo") == counter and 1 <= s.get("node", 0) <= len(ah):
+            ah[s["node"] - 1], av[s["node"] - 1] = s["alpha_h"], s["alpha_v"]
+            answered += 1
+    markers = {}
+    ok = np.all(np.isfinite(exp.p_experiment), axis=1)
+    if ok.any():
+        i = int(np.argmin(np.abs(np.where(ok, exp.t_experiment, np.inf) - t)))
+        markers[min(LINK, params.n)] = tuple(exp.p_experiment[i])
+    return start_posture(params, ah, av, markers), answered
+
+
+def _ramp(data, states: list, params: SnakeParams, exp: Paths, t0: float
+          ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The ramp's send times (r,), references (r, nodes, 4) and the posture at
+    its start, when the log holds a whole ramp before the gait (else empty,
+    None, None): its first period's STATE replies were every node's."""
+    t_ramp, refs = data.references("ramp")
+    nodes = params.n - 1
+    if (t_ramp.size == 0 or refs.shape[1:] != (nodes, 4) or not np.all(np.isfinite(refs))
+            or not np.all(np.diff(t_ramp) > 0) or t_ramp[-1] >= t0):
+        return np.zeros(0), None, None
+    first = [d for _, d in data.records.get("/references", []) if d.get("phase") == "ramp"][0]
+    q, answered = _state_posture(states, params, first.get("counter"), refs[0, :, :2], exp,
+                                 float(t_ramp[0]))
+    if answered < nodes:
+        return np.zeros(0), None, None
+    return t_ramp, refs, q
+
+
+def _start(data, states: list, params: SnakeParams, t_refs, refs, exp: Paths):
     """(t0, q0, source) of the trial's parallel model, or rebuilt."""
     started = data.events("model_started")
     t0 = float(t_refs[0])
@@ -169,21 +218,10 @@ def _start(data, params: SnakeParams, t_refs, refs, exp: Paths):
     # rebuild: the first gait period's STATE replies, placed on link 6
     first = [d for _, d in data.records.get("/references", [])
              if d.get("phase", "gait") == "gait"][0]
-    ah, av = refs[0, :, 0].copy(), refs[0, :, 1].copy()
-    answered = 0
-    states = read_trial(data.path, topics=("/joint_state",)).records.get("/joint_state", [])
-    for _, s in states:
-        if s.get("sync_echo") == first.get("counter") and 1 <= s.get("node", 0) <= len(ah):
-            ah[s["node"] - 1], av[s["node"] - 1] = s["alpha_h"], s["alpha_v"]
-            answered += 1
-    markers = {}
-    ok = np.all(np.isfinite(exp.p_experiment), axis=1)
-    if ok.any():
-        i = int(np.argmin(np.abs(np.where(ok, exp.t_experiment, np.inf) - t0)))
-        markers[min(LINK, params.n)] = tuple(exp.p_experiment[i])
-    q0 = start_posture(params, ah, av, markers)
-    return t0, q0, (f"rebuilt: STATE of {answered}/{len(ah)} nodes, "
-                    f"placed on {len(markers)} mocap link(s)")
+    q0, answered = _state_posture(states, params, first.get("counter"), refs[0, :, :2], exp, t0)
+    placed = int(np.any(np.all(np.isfinite(exp.p_experiment), axis=1)))
+    return t0, q0, (f"rebuilt: STATE of {answered}/{params.n - 1} nodes, "
+                    f"placed on {placed} mocap link(s)")
 
 
 def experiment_from(inp: ReplayInput, delay: float) -> tuple[np.ndarray, np.ndarray]:
@@ -229,17 +267,48 @@ def replay_plant(inp: ReplayInput, params: SnakeParams | None = None,
                  scene: Scene | None = None) -> tuple[Paths, dict]:
     """The logged REF and SYNC frames, at their send times, into emulated
     joint modules (free play ``backlash`` rad, ``servo`` "module" or "ideal")
-    whose motors drive the model (:func:`aiko.experiments.rig.plant.drive_plant`);
-    (paths, statistics)."""
+    whose motors drive the model (:func:`aiko.experiments.rig.plant.drive_plant`),
+    from the ramp's start when the log has the ramp (module docstring), else
+    from the gait's; (paths from the gait's start, statistics)."""
     from aiko.experiments.rig.plant import drive_plant
 
     params = inp.params if params is None else params
     model = SnakeModel(params, solver or SolverParams(), inp.scene if scene is None else scene)
-    run = drive_plant(model, model.state_from_q(inp.q0, t=0.0), inp.t_refs - inp.t0, inp.refs,
-                      inp.t_end - inp.t0, backlash, servo, SAMPLE_RATE)
+    if inp.q_ramp is not None and inp.ramp_refs is not None:
+        start, q_start = float(inp.ramp_t[0]), inp.q_ramp
+        t_refs = np.concatenate([inp.ramp_t, inp.t_refs])
+        refs = np.concatenate([inp.ramp_refs, inp.refs])
+    else:
+        start, q_start, t_refs, refs = inp.t0, inp.q0, inp.t_refs, inp.refs
+    run = drive_plant(model, model.state_from_q(q_start, t=0.0), t_refs - start, refs,
+                      inp.t_end - start, backlash, servo, SAMPLE_RATE)
     link = min(LINK, params.n) - 1   # link 6, or the last of a shorter snake
+    t = run.t + start
+    # from the last sample at or before the gait's start (the ramp is not compared)
+    keep = t >= t[max(0, int(np.searchsorted(t, inp.t0 + 1e-9)) - 1)]
     stats = {"steps": run.steps, "iterations": run.iterations, "unconverged": run.unconverged}
-    return _paths(inp, run.t + inp.t0, run.positions[:, link], delay), stats
+    return _paths(inp, t[keep], run.positions[keep, link], delay), stats
+
+
+def plant_solver(inp: ReplayInput) -> SolverParams:
+    """The time step and contact-solver settings of the simulated Aiko that
+    ran the trial (its log's ``plant`` metadata: ``dt``, ``u_tol``,
+    ``max_iter``), the model's defaults for what it does not say (a trial on
+    the robot says nothing). Only the numerics: the floor and the free play
+    recorded beside them are what a fit is to find, and are not read."""
+    plant = inp.metadata.get("plant")
+    if not isinstance(plant, dict):
+        return SolverParams()
+    kw: dict[str, Any] = {}
+    for key, kind in (("dt", float), ("u_tol", float), ("max_iter", int)):
+        value = plant.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) \
+                and math.isfinite(value) and value > 0:
+            kw[key] = kind(value)
+    try:
+        return SolverParams(**kw)
+    except (AikoError, ValueError):
+        return SolverParams()
 
 
 def with_friction(params: SnakeParams, mu_x: float | None, mu_y: float | None) -> SnakeParams:

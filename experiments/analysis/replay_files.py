@@ -27,6 +27,7 @@ from aiko.experiments.analysis.replay import (
     ReplayError,
     ReplayInput,
     load_replay,
+    plant_solver,
     replay_model,
     replay_plant,
     shifted,
@@ -69,14 +70,15 @@ def simulate_replay(inp: ReplayInput, *, mu_x=None, mu_y=None, backlash=None, se
     changes = {k: v for k, v in (("mu_x", mu_x), ("mu_y", mu_y)) if v is not None}
     if changes:
         params = replace(params, **changes)
-    solver = SolverParams()
+    plant = (backlash or 0.0) > 0 or servo == "module"
+    solver = plant_solver(inp) if plant else SolverParams()
     if dt is not None:
         solver = replace(solver, dt=dt)
     if u_tol is not None:
         solver = replace(solver, u_tol=u_tol)
     if max_iter is not None:
         solver = replace(solver, max_iter=int(max_iter))
-    if (backlash or 0.0) > 0 or servo == "module":
+    if plant:
         paths, stats = replay_plant(inp, params, solver, backlash=backlash or 0.0,
                                     servo=servo or "ideal", delay=delay, scene=obstacles)
         return paths, stats, "plant"
