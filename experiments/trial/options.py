@@ -330,22 +330,24 @@ OPTIONS: tuple[Option, ...] = (
            defaults=(("emulate", 0.2, "default 0.2"),)),
     Option("dt", None, "the model's time step, s", MODEL, ("simulate", "replay", "optimize"),
            _positive("dt"), metavar="S",
-           defaults=(("simulate", None, "default 0.001"), ("replay", None, "default 0.001"),
+           defaults=(("simulate", None, "default 0.001"),
+                     ("replay", None, "default 0.001; a plant's replay of a simulated-rig "
+                      "trial: the plant's, from its log"),
                      ("optimize", None, "default 0.001"))),
     Option("u_tol", None, "the contact solver's velocity tolerance, m/s", MODEL,
            ("replay", "fit", "emulate"), _positive("u-tol"), metavar="M_S",
-           defaults=(("replay", None, "default: the model's, 1e-6; the realistic simulated "
-                      "Aiko runs 1e-5"),
-                     ("fit", None, "default: the model's, 1e-6; the realistic simulated Aiko "
-                      "runs 1e-5"),
+           defaults=(("replay", None, "default: the model's, 1e-6; a plant's replay of a "
+                      "simulated-rig trial: the plant's, from its log"),
+                     ("fit", None, "default: the model's, 1e-6; a plant's replay of a "
+                      "simulated-rig trial: the plant's, from its log"),
                      ("emulate", 1e-5, "default 1e-5"))),
     Option("max_iter", None, "the contact solver's sweeps per step at most", MODEL,
            ("replay", "fit", "emulate"),
            checked_number("max-iter", int, lambda v: v >= 1, "be >= 1"), metavar="N",
-           defaults=(("replay", None, "default: the model's, 500; the realistic simulated "
-                      "Aiko runs 30"),
-                     ("fit", None, "default: the model's, 500; the realistic simulated Aiko "
-                      "runs 30"),
+           defaults=(("replay", None, "default: the model's, 500; a plant's replay of a "
+                      "simulated-rig trial: the plant's, from its log"),
+                     ("fit", None, "default: the model's, 500; a plant's replay of a "
+                      "simulated-rig trial: the plant's, from its log"),
                      ("emulate", 30, "default 30"))),
     Option("links", 11, "number of links", MODEL, ("simulate", "preview"),
            checked_number("links", int, lambda v: v >= 1, "be >= 1"), metavar="N",
