@@ -151,7 +151,7 @@ def load_replay(path: str | Path) -> ReplayInput:
         scene = scene_from_json(meta.get("scene"))
     except (SceneError, TypeError, ValueError) as exc:
         raise ReplayError(str(path), f"the trial's scene cannot be used: {exc}") from exc
-    states = read_trial(path, topics=("/joint_state",)).records.get("/joint_state", [])
+    states = _States(path)
     t0, q0, source = _start(data, states, params, t_refs, refs, exp)
     t_end = float(t_refs[-1] + period)
     if data.truncated:
@@ -165,10 +165,25 @@ def load_replay(path: str | Path) -> ReplayInput:
                        scene, ramp_t, ramp_refs, q_ramp)
 
 
-def _state_posture(states: list, params: SnakeParams, counter, fallback: np.ndarray,
+class _States:
+    """A log's /joint_state records, read once and only when asked for (a
+    second pass over the file: a long trial holds many)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._records: list | None = None
+
+    def __iter__(self):
+        if self._records is None:
+            self._records = read_trial(self._path, topics=("/joint_state",)).records.get(
+                "/joint_state", [])
+        return iter(self._records)
+
+
+def _state_posture(states, params: SnakeParams, counter, fallback: np.ndarray,
                    exp: Paths, t: float) -> tuple[np.ndarray, int]:
     """The posture of the STATE replies (``states``: the log's /joint_state
-    records) to the SYNC with ``counter`` (the joint angles of ``fallback``
+    records, an iterable) to the SYNC with ``counter`` (the joint angles of ``fallback``
     (n-1, 2) where a node did not answer), placed on link 6's motion-capture
     sample nearest t; and how many answered."""
     ah, av = fallback[:, 0].copy(), fallback[:, 1].copy()
@@ -185,7 +200,7 @@ def _state_posture(states: list, params: SnakeParams, counter, fallback: np.ndar
     return start_posture(params, ah, av, markers), answered
 
 
-def _ramp(data, states: list, params: SnakeParams, exp: Paths, t0: float
+def _ramp(data, states, params: SnakeParams, exp: Paths, t0: float
           ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The ramp's send times (r,), references (r, nodes, 4) and the posture at
     its start, when the log holds a whole ramp before the gait (else empty,
@@ -203,7 +218,7 @@ def _ramp(data, states: list, params: SnakeParams, exp: Paths, t0: float
     return t_ramp, refs, q
 
 
-def _start(data, states: list, params: SnakeParams, t_refs, refs, exp: Paths):
+def _start(data, states, params: SnakeParams, t_refs, refs, exp: Paths):
     """(t0, q0, source) of the trial's parallel model, or rebuilt."""
     started = data.events("model_started")
     t0 = float(t_refs[0])
