@@ -34,14 +34,10 @@ import math
 import numpy as np
 from numba import njit
 
-MAX_SUBSTEP = 0.00125
-"""The servo's longest integration step (s), as the emulator's."""
-
-SATURATED = 100.0 - 1e-9
-"""|duty| (%) from which a motor counts as saturated, as the emulator's."""
-
-SYNC_TIMEOUT_S = 0.3
-CURRENT_LIMIT_TIME_S = 0.2
+from .emulator import _MAX_SUBSTEP as MAX_SUBSTEP
+from .emulator import _SATURATED as SATURATED
+from .protocol import CURRENT_LIMIT_TIME as CURRENT_LIMIT_TIME_S
+from .protocol import SYNC_TIMEOUT as SYNC_TIMEOUT_S
 
 
 @njit(cache=True, error_model="numpy", inline="always")

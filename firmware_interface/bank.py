@@ -76,7 +76,9 @@ class ModuleBank(JointModules):
 
     # ------------------------------------------------ module <-> arrays
     def _push(self, j: int) -> None:
-        """Module j's state into the arrays (after its Python code ran)."""
+        """Module j's state into the arrays (after its Python code ran). The
+        bank reads and writes the modules' private state here and in
+        :meth:`_pull`: it is their firmware, run from arrays."""
         m = self._modules[j]
         self._t[j] = m._t
         self._live[j] = m.powered
