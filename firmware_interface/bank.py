@@ -192,6 +192,20 @@ class ModuleBank(JointModules):
                     sent[j] = frames
         return sent
 
+    def kernel_arrays(self, rows: int) -> tuple[tuple, np.ndarray, np.ndarray]:
+        """(the bank's arrays in ``bank_tick``'s order, from the modules'
+        times to ``attention``; the codes; event rows, at least ``rows``), for
+        compiled code that ticks the bank itself (the simulated Aiko's offline
+        loop). Ticks made so send no frames; the arrays stay the bank's."""
+        if rows > len(self._events):
+            self._events = np.zeros((rows, 5), dtype=np.int64)
+        return ((self._t, self._live, self._driving, self._operational, self._clamped,
+                 self._holding, self._seen_sync, self._last_sync, self._enc_reported,
+                 self._next_hb, self._par, self._ideal, self._fault, self._theta, self._link,
+                 self._duty, self._speed, self._strength, self._enc_ok, self._reported,
+                 self._target, self._omega, self._sat_since, self._cur_lim, self._n_sub,
+                 self._t_start, self._attention), _CODES, self._events)
+
     def _call(self, lo: int, hi: int, t: float) -> int:
         return bank_tick(lo, hi, t, self._t, self._live, self._driving, self._operational,
                          self._clamped, self._holding, self._seen_sync, self._last_sync,

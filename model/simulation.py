@@ -268,6 +268,16 @@ class SnakeModel:
             raise JointReferenceError(f"{r.shape[0]} rows of references for {rows} steps")
         return r  # their values are checked by the kernel (_run)
 
+    def kernel_inputs(self, state: SnakeState
+                      ) -> tuple[SnakeState, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What the compiled step takes, for compiled code that steps this
+        model itself (the simulated Aiko's offline loop): a checked copy of
+        ``state`` with this model's contact rows, and the arrays par, sol,
+        pegs and steps (do not modify them). The step is
+        ``aiko.model._kernels._advance``; its codes below zero are the
+        errors :meth:`run_steps` raises."""
+        return self._with_slots(state), self._par, self._sol, self._pegs, self._steps
+
     def _with_slots(self, state: SnakeState) -> SnakeState:
         """A copy of the state with this model's contact rows (a state of
         the flat floor gets empty obstacle rows), its shapes and t validated
@@ -304,12 +314,14 @@ class SnakeModel:
                           f"({self.solver.max_iter}) of the {self.solver.solver} solver",
                           ConvergenceWarning, stacklevel=3)
         if done == K.DIVERGED:
-            why = ("the PD torques are explicit, and their stiff vertical gain needs a small "
-                   "step" if self.solver.drive == "explicit" else
-                   "try a smaller step")
-            raise StateError("state", f"the simulation diverged before t = {new.t:.6g} s "
-                                      f"(dt = {self.dt:g} s; {why})")
+            raise StateError("state", self.diverged_message(new.t))
         return new, st
+
+    def diverged_message(self, t: float) -> str:
+        """What :class:`StateError` says of a simulation that diverged by t (s)."""
+        why = ("the PD torques are explicit, and their stiff vertical gain needs a small "
+               "step" if self.solver.drive == "explicit" else "try a smaller step")
+        return f"the simulation diverged before t = {t:.6g} s (dt = {self.dt:g} s; {why})"
 
     def step(self, state: SnakeState, refs=None) -> tuple[SnakeState, StepStats]:
         """One time step (72)-(83) with references (n-1, 4) (zero if None)."""

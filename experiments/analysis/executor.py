@@ -33,10 +33,13 @@ class ExecutorError(AikoError):
 
 
 def worker_init() -> None:
-    """Load (or compile once) the kernels in a fresh worker."""
+    """Load (or compile once) the kernels in a fresh worker: the model's and
+    the simulated Aiko's offline loop (the plant's replays)."""
+    from aiko.experiments.rig.plant import warm_up_plant
     from aiko.model import warm_up
 
     warm_up()
+    warm_up_plant()
 
 
 def _client(address: str, timeout: float):

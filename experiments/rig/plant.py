@@ -38,11 +38,11 @@ from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModelParams, JointModule
 from aiko.firmware_interface.group import JointModules, Motors
 from aiko.firmware_interface.protocol import NmtCommand
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeState
+from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SnakeState
 from aiko.model.errors import ParameterError
 
-__all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz", "drive_plant", "PlantRun",
-           "PLANT_TICK"]
+__all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz", "drive_plant",
+           "drive_plant_reference", "warm_up_plant", "PlantRun", "PLANT_TICK"]
 
 RECORD_START = 64
 """Entries the simulated Aiko's motor record holds before it grows (it keeps
@@ -314,7 +314,93 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     codec's range), into fresh emulated joint modules (free play ``backlash``
     rad, ``servo`` "module" or "ideal") whose motors drive ``model`` from
     ``state`` (time 0) for ``end`` s, ticking every PLANT_TICK; sampled at
-    ``rate`` Hz. Offline: as fast as it computes."""
+    ``rate`` Hz. Offline: as fast as it computes. The frames go through the
+    bank in Python; the ticks between them, with the physics, run compiled
+    (:mod:`aiko.experiments.rig._plant_loop`), as
+    :func:`drive_plant_reference` does them one by one."""
+    from aiko.experiments.rig._plant_loop import plant_ticks
+
+    jp = JointModelParams(backlash=backlash, ideal=servo == "ideal")
+    modules = ModuleBank([JointModule(i, params=jp) for i in range(1, model.n)])
+    modules.power_up(-1.0)
+    modules.receive(-1.0, *encode(Nmt(NmtCommand.START, 0)))
+    start, par, sol, pegs, steps = model.kernel_inputs(state)
+    angles = model.joint_angles(start)
+    modules.set_angles(angles)
+    nj, n = model.n - 1, model.n
+    half = 0.5 * modules.backlash()
+    motion = (modules.motor_angles(), np.column_stack([half, half, np.ones((nj, 2))]),
+              np.empty((n, 3, 3)), np.empty((nj, 4)))
+    body = (start.q, start.u, start.P, start.active, start.dP)
+    kin = (par, sol, pegs, steps, np.zeros((1, nj, 4)))
+    # event rows for the longest tick: the first, from the power-up a second before
+    bank, codes, events = modules.kernel_arrays(4 * nj * (int((1.0 + PLANT_TICK) / 0.00125) + 2))
+    sample_dt = 1.0 / rate
+    k_max = int(end * rate) + 3
+    samples = (np.empty(k_max), np.empty((k_max, n, 3)), np.empty(k_max))
+    samples[0][0], samples[1][0], samples[2][0] = 0.0, start.q[:, :3], 0.0
+    ns = np.ones(1, dtype=np.int64)
+    clock = np.array([0.0, 0.0, 0.0, sample_dt])
+    counts = np.zeros(3, dtype=np.int64)
+    lo = np.array([-JOINT_LIMIT, -JOINT_LIMIT, -np.inf, -np.inf])
+    k, counter = 0, 0
+    while clock[0] < end - 1e-12:
+        t_event = float(t_refs[k]) if k < len(t_refs) else np.inf
+        code = plant_ticks(t_event, end, PLANT_TICK, sample_dt, clock, bank, codes, events,
+                           body, kin, motion, counts, samples, ns, model.dt)
+        if code < 0:
+            now, physics_t = float(clock[0]), float(clock[1])
+            _plant_failed(code, model, physics_t + max(0, round((now - physics_t) / model.dt))
+                          * model.dt)
+        t = min(clock[0] + PLANT_TICK, end)
+        while k < len(t_refs) and t_refs[k] <= t + 1e-12:   # the frames due by the next tick
+            if t_refs[k] >= 0:
+                tk = float(t_refs[k])
+                modules.tick(tk)
+                for node, r in enumerate(refs[k], start=1):
+                    modules.receive(tk, *encode(Ref(node, *map(float, np.clip(r, lo, -lo)))))
+                modules.receive(tk, *encode(Sync(counter % 256)))
+                counter += 1
+            k += 1
+    m = int(ns[0])
+    return PlantRun(samples[0][:m].copy(), samples[1][:m].copy(), samples[2][:m].copy(),
+                    int(counts[0]), int(counts[1]), int(counts[2]))
+
+
+def warm_up_plant() -> float:
+    """Compile (or load from the cache) :func:`drive_plant`'s loop by driving
+    a three-link snake for a tick; returns the seconds it took."""
+    import time
+
+    t0 = time.perf_counter()
+    model = SnakeModel(SnakeParams(n=3))
+    drive_plant(model, model.initial_state(), np.zeros(1), np.zeros((1, 2, 4)), PLANT_TICK,
+                0.01, "module")
+    return time.perf_counter() - t0
+
+
+def _plant_failed(code: int, model: SnakeModel, t: float) -> None:
+    """Raise what the model raises for the compiled loop's code (t: the
+    physics' time after the failed steps, s)."""
+    from aiko.experiments.rig._plant_loop import EVENTS_FULL
+    from aiko.model import StateError
+    from aiko.model import _kernels as K
+    from aiko.model.errors import JointReferenceError
+
+    if code == K.BAD_REFS:
+        raise JointReferenceError("non-finite values")
+    if code == K.BAD_STATE:
+        raise StateError("state", "contains non-finite values")
+    if code == EVENTS_FULL:
+        raise RuntimeError("the bank's event rows were too few for a tick")
+    raise StateError("state", model.diverged_message(t))
+
+
+def drive_plant_reference(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: np.ndarray,
+                end: float, backlash: float = 0.0, servo: str = "ideal",
+                rate: float = 20.0) -> PlantRun:
+    """:func:`drive_plant` ticked and stepped from Python, tick by tick: its
+    readable twin, which the tests compare it with."""
     jp = JointModelParams(backlash=backlash, ideal=servo == "ideal")
     modules = ModuleBank([JointModule(i, params=jp) for i in range(1, model.n)])
     modules.power_up(-1.0)
