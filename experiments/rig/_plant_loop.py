@@ -39,8 +39,10 @@ EVENTS_FULL = -10
 
 @njit(cache=True, error_model="numpy")
 def _sum(a, n):
-    """numpy's sum of a[:n] (its pairwise order up to 128 entries), so that
-    the work agrees with the twin's to the last bit."""
+    """The sum of a[:n] in the order numpy's sum takes up to 128 entries
+    (eight running sums, then pairs), so that the work agrees with the
+    twin's to the last bit; beyond 128 steps a tick (a step under 16 us)
+    numpy splits further and the last bits may differ."""
     if n < 8:
         res = 0.0
         for i in range(n):
