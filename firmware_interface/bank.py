@@ -23,15 +23,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._bank_kernel import bank_tick
+from ._bank_kernel import MAX_SUBSTEP, bank_tick
 from .codec import Emcy
-from .emulator import JointModule, Outgoing
+from .emulator import _DRIVING, JointModule, Outgoing
 from .group import JointModules
 from .protocol import EmcyCode, Motor, NodeState, error_register_bit
 
 __all__ = ["ModuleBank"]
 
-_DRIVING = (NodeState.OPERATIONAL, NodeState.PRE_OPERATIONAL)
 _CODES = np.array([EmcyCode.SYNC_TIMEOUT, EmcyCode.CURRENT_LIMIT, EmcyCode.ERROR_RESET,
                    EmcyCode.ENCODER_FAULT, Motor.NONE,
                    error_register_bit(EmcyCode.JOINT_LIMIT),
@@ -192,11 +191,14 @@ class ModuleBank(JointModules):
                     sent[j] = frames
         return sent
 
-    def kernel_arrays(self, rows: int) -> tuple[tuple, np.ndarray, np.ndarray]:
+    def kernel_arrays(self, until: float) -> tuple[tuple, np.ndarray, np.ndarray]:
         """(the bank's arrays in ``bank_tick``'s order, from the modules'
-        times to ``attention``; the codes; event rows, at least ``rows``), for
-        compiled code that ticks the bank itself (the simulated Aiko's offline
-        loop). Ticks made so send no frames; the arrays stay the bank's."""
+        times to ``attention``; the codes; event rows enough for any tick
+        that ends by ``until`` (s)), for compiled code that ticks the bank
+        itself (the simulated Aiko's offline loop). Ticks made so send no
+        frames; the arrays stay the bank's."""
+        span = until - float(self._t.min(initial=until))
+        rows = 4 * len(self._modules) * (math.ceil(span / MAX_SUBSTEP) + 1)
         if rows > len(self._events):
             self._events = np.zeros((rows, 5), dtype=np.int64)
         return ((self._t, self._live, self._driving, self._operational, self._clamped,

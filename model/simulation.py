@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _kernels as K
-from .errors import JointReferenceError, ParameterError, StateError
+from .errors import AikoError, JointReferenceError, ParameterError, StateError
 from .params import SnakeParams, SolverParams
 from .posture import posture_from_joint_angles, straight_posture
 from .scene import Scene
@@ -275,7 +275,7 @@ class SnakeModel:
         ``state`` with this model's contact rows, and the arrays par, sol,
         pegs and steps (do not modify them). The step is
         ``aiko.model._kernels._advance``; its codes below zero are the
-        errors :meth:`run_steps` raises."""
+        errors :meth:`kernel_error` gives."""
         return self._with_slots(state), self._par, self._sol, self._pegs, self._steps
 
     def _with_slots(self, state: SnakeState) -> SnakeState:
@@ -304,9 +304,8 @@ class SnakeModel:
                           self._par, self._sol, self._pegs, self._steps, n_steps, stats, work)
         if done == K.BAD_STATE:
             new.validate(self.n, self.obstacle_slots)  # names the array
-            raise StateError("state", "contains non-finite values")
-        if done == K.BAD_REFS:
-            raise JointReferenceError("non-finite values")
+        if done in (K.BAD_STATE, K.BAD_REFS):
+            raise self.kernel_error(done, state.t)
         new.t = state.t + n_steps * self.dt
         st = StepStats(n_steps, int(stats[0]), int(stats[1]), int(stats[2]), float(work.sum()))
         if st.unconverged:
@@ -314,14 +313,20 @@ class SnakeModel:
                           f"({self.solver.max_iter}) of the {self.solver.solver} solver",
                           ConvergenceWarning, stacklevel=3)
         if done == K.DIVERGED:
-            raise StateError("state", self.diverged_message(new.t))
+            raise self.kernel_error(done, new.t)
         return new, st
 
-    def diverged_message(self, t: float) -> str:
-        """What :class:`StateError` says of a simulation that diverged by t (s)."""
+    def kernel_error(self, code: int, t: float) -> AikoError:
+        """The error of the compiled step's code below zero (``K.BAD_STATE``,
+        ``K.BAD_REFS``, ``K.DIVERGED``); t (s): the time the steps reached."""
+        if code == K.BAD_REFS:
+            return JointReferenceError("non-finite values")
+        if code == K.BAD_STATE:
+            return StateError("state", "contains non-finite values")
         why = ("the PD torques are explicit, and their stiff vertical gain needs a small "
                "step" if self.solver.drive == "explicit" else "try a smaller step")
-        return f"the simulation diverged before t = {t:.6g} s (dt = {self.dt:g} s; {why})"
+        return StateError("state", f"the simulation diverged before t = {t:.6g} s "
+                                   f"(dt = {self.dt:g} s; {why})")
 
     def step(self, state: SnakeState, refs=None) -> tuple[SnakeState, StepStats]:
         """One time step (72)-(83) with references (n-1, 4) (zero if None)."""

@@ -181,11 +181,12 @@ class _States:
 
 
 def _state_posture(states, params: SnakeParams, counter, fallback: np.ndarray,
-                   exp: Paths, t: float) -> tuple[np.ndarray, int]:
+                   exp: Paths, t: float) -> tuple[np.ndarray, int, int]:
     """The posture of the STATE replies (``states``: the log's /joint_state
-    records, an iterable) to the SYNC with ``counter`` (the joint angles of ``fallback``
-    (n-1, 2) where a node did not answer), placed on link 6's motion-capture
-    sample nearest t; and how many answered."""
+    records, an iterable) to the SYNC with ``counter`` (the joint angles of
+    ``fallback`` (n-1, 2) where a node did not answer), placed on link 6's motion-capture
+    sample nearest t; how many answered, and on how many links it was
+    placed."""
     ah, av = fallback[:, 0].copy(), fallback[:, 1].copy()
     answered = 0
     for _, s in states:
@@ -197,7 +198,7 @@ def _state_posture(states, params: SnakeParams, counter, fallback: np.ndarray,
     if ok.any():
         i = int(np.argmin(np.abs(np.where(ok, exp.t_experiment, np.inf) - t)))
         markers[min(LINK, params.n)] = tuple(exp.p_experiment[i])
-    return start_posture(params, ah, av, markers), answered
+    return start_posture(params, ah, av, markers), answered, len(markers)
 
 
 def _ramp(data, states, params: SnakeParams, exp: Paths, t0: float
@@ -211,7 +212,7 @@ def _ramp(data, states, params: SnakeParams, exp: Paths, t0: float
             or not np.all(np.diff(t_ramp) > 0) or t_ramp[-1] >= t0):
         return np.zeros(0), None, None
     first = [d for _, d in data.records.get("/references", []) if d.get("phase") == "ramp"][0]
-    q, answered = _state_posture(states, params, first.get("counter"), refs[0, :, :2], exp,
+    q, answered, _ = _state_posture(states, params, first.get("counter"), refs[0, :, :2], exp,
                                  float(t_ramp[0]))
     if answered < nodes:
         return np.zeros(0), None, None
@@ -233,8 +234,8 @@ def _start(data, states, params: SnakeParams, t_refs, refs, exp: Paths):
     # rebuild: the first gait period's STATE replies, placed on link 6
     first = [d for _, d in data.records.get("/references", [])
              if d.get("phase", "gait") == "gait"][0]
-    q0, answered = _state_posture(states, params, first.get("counter"), refs[0, :, :2], exp, t0)
-    placed = int(np.any(np.all(np.isfinite(exp.p_experiment), axis=1)))
+    q0, answered, placed = _state_posture(states, params, first.get("counter"), refs[0, :, :2],
+                                          exp, t0)
     return t0, q0, (f"rebuilt: STATE of {answered}/{params.n - 1} nodes, "
                     f"placed on {placed} mocap link(s)")
 

@@ -320,10 +320,7 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     :func:`drive_plant_reference` does them one by one."""
     from aiko.experiments.rig._plant_loop import plant_ticks
 
-    jp = JointModelParams(backlash=backlash, ideal=servo == "ideal")
-    modules = ModuleBank([JointModule(i, params=jp) for i in range(1, model.n)])
-    modules.power_up(-1.0)
-    modules.receive(-1.0, *encode(Nmt(NmtCommand.START, 0)))
+    modules = _started_bank(model, backlash, servo)
     start, par, sol, pegs, steps = model.kernel_inputs(state)
     angles = model.joint_angles(start)
     modules.set_angles(angles)
@@ -333,8 +330,7 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
               np.empty((n, 3, 3)), np.empty((nj, 4)))
     body = (start.q, start.u, start.P, start.active, start.dP)
     kin = (par, sol, pegs, steps, np.zeros((1, nj, 4)))
-    # event rows for the longest tick: the first, from the power-up a second before
-    bank, codes, events = modules.kernel_arrays(4 * nj * (int((1.0 + PLANT_TICK) / 0.00125) + 2))
+    bank, codes, events = modules.kernel_arrays(PLANT_TICK)   # the first tick is the longest
     sample_dt = 1.0 / rate
     k_max = int(end * rate) + 3
     samples = (np.empty(k_max), np.empty((k_max, n, 3)), np.empty(k_max))
@@ -342,24 +338,17 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     ns = np.ones(1, dtype=np.int64)
     clock = np.array([0.0, 0.0, 0.0, sample_dt])
     counts = np.zeros(3, dtype=np.int64)
-    lo = np.array([-JOINT_LIMIT, -JOINT_LIMIT, -np.inf, -np.inf])
     k, counter = 0, 0
     while clock[0] < end - 1e-12:
         t_event = float(t_refs[k]) if k < len(t_refs) else np.inf
         code = plant_ticks(t_event, end, PLANT_TICK, sample_dt, clock, bank, codes, events,
                            body, kin, motion, counts, samples, ns, model.dt)
         if code < 0:
-            now, physics_t = float(clock[0]), float(clock[1])
-            _plant_failed(code, model, physics_t + max(0, round((now - physics_t) / model.dt))
-                          * model.dt)
+            _plant_failed(code, model, clock)
         t = min(clock[0] + PLANT_TICK, end)
         while k < len(t_refs) and t_refs[k] <= t + 1e-12:   # the frames due by the next tick
             if t_refs[k] >= 0:
-                tk = float(t_refs[k])
-                modules.tick(tk)
-                for node, r in enumerate(refs[k], start=1):
-                    modules.receive(tk, *encode(Ref(node, *map(float, np.clip(r, lo, -lo)))))
-                modules.receive(tk, *encode(Sync(counter % 256)))
+                _send_period(modules, float(t_refs[k]), refs[k], counter)
                 counter += 1
             k += 1
     m = int(ns[0])
@@ -379,36 +368,49 @@ def warm_up_plant() -> float:
     return time.perf_counter() - t0
 
 
-def _plant_failed(code: int, model: SnakeModel, t: float) -> None:
-    """Raise what the model raises for the compiled loop's code (t: the
-    physics' time after the failed steps, s)."""
+def _plant_failed(code: int, model: SnakeModel, clock: np.ndarray) -> None:
+    """Raise what the model raises for the compiled loop's code; clock as
+    :func:`~aiko.experiments.rig._plant_loop.plant_ticks` left it."""
     from aiko.experiments.rig._plant_loop import EVENTS_FULL
-    from aiko.model import StateError
-    from aiko.model import _kernels as K
-    from aiko.model.errors import JointReferenceError
 
-    if code == K.BAD_REFS:
-        raise JointReferenceError("non-finite values")
-    if code == K.BAD_STATE:
-        raise StateError("state", "contains non-finite values")
     if code == EVENTS_FULL:
         raise RuntimeError("the bank's event rows were too few for a tick")
-    raise StateError("state", model.diverged_message(t))
+    now, physics_t = float(clock[0]), float(clock[1])   # the physics' time after the steps
+    raise model.kernel_error(code, physics_t + max(0, round((now - physics_t) / model.dt))
+                             * model.dt)
 
 
-def drive_plant_reference(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: np.ndarray,
-                end: float, backlash: float = 0.0, servo: str = "ideal",
-                rate: float = 20.0) -> PlantRun:
-    """:func:`drive_plant` ticked and stepped from Python, tick by tick: its
-    readable twin, which the tests compare it with."""
+def _started_bank(model: SnakeModel, backlash: float, servo: str) -> ModuleBank:
+    """Fresh modules for ``model``'s joints, powered up and started a second
+    before time 0."""
     jp = JointModelParams(backlash=backlash, ideal=servo == "ideal")
     modules = ModuleBank([JointModule(i, params=jp) for i in range(1, model.n)])
     modules.power_up(-1.0)
     modules.receive(-1.0, *encode(Nmt(NmtCommand.START, 0)))
+    return modules
+
+
+_REF_LO = np.array([-JOINT_LIMIT, -JOINT_LIMIT, -np.inf, -np.inf])
+"""The references' range (the codec's), low end; the high end is its negative."""
+
+
+def _send_period(modules: ModuleBank, t: float, refs: np.ndarray, counter: int) -> None:
+    """One period's frames at t (s), as the streamer sends them: the modules
+    to t, a REF to each node (refs (nodes, 4), clamped), then the SYNC."""
+    modules.tick(t)
+    for node, r in enumerate(refs, start=1):
+        modules.receive(t, *encode(Ref(node, *map(float, np.clip(r, _REF_LO, -_REF_LO)))))
+    modules.receive(t, *encode(Sync(counter % 256)))
+
+
+def drive_plant_reference(model: SnakeModel, state: SnakeState, t_refs: np.ndarray,
+                          refs: np.ndarray, end: float, backlash: float = 0.0,
+                          servo: str = "ideal", rate: float = 20.0) -> PlantRun:
+    """:func:`drive_plant` ticked and stepped from Python, tick by tick: its
+    readable twin, which the tests compare it with."""
+    modules = _started_bank(model, backlash, servo)
     plant = SimulatedAiko(model, modules, state.copy())
     plant.state.t = 0.0
-    lo = np.array([-JOINT_LIMIT, -JOINT_LIMIT, -np.inf, -np.inf])
-    hi = -lo
     sample_dt = 1.0 / rate
     times, pos, work = [0.0], [plant.positions().copy()], [0.0]
     k = 0
@@ -419,11 +421,7 @@ def drive_plant_reference(model: SnakeModel, state: SnakeState, t_refs: np.ndarr
         t = min(t + PLANT_TICK, end)
         while k < len(t_refs) and t_refs[k] <= t + 1e-12:
             if t_refs[k] >= 0:
-                tk = float(t_refs[k])
-                modules.tick(tk)
-                for node, r in enumerate(refs[k], start=1):
-                    modules.receive(tk, *encode(Ref(node, *map(float, np.clip(r, lo, hi)))))
-                modules.receive(tk, *encode(Sync(counter % 256)))
+                _send_period(modules, float(t_refs[k]), refs[k], counter)
                 counter += 1
             k += 1
         modules.tick(t)
