@@ -58,6 +58,41 @@ settings.register_profile("aiko", deadline=None, max_examples=200, derandomize=T
 settings.register_profile("explore", deadline=None, max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "aiko"))
 
+LONGEST_FIRST = (
+    "tests/experiments/trial/test_simulated_rig.py",
+    "tests/drivers/test_live_view.py",
+    "tests/experiments/trial/test_campaign_dask.py",
+    "tests/benchmarks/test_soak.py",
+    "tests/experiments/cli/test_doctor_command.py",
+    "tests/experiments/trial/test_campaign.py",
+    "tests/experiments/trial/test_datastream_rig.py",
+    "tests/experiments/trial/test_trial.py",
+    "tests/experiments/analysis/test_fit.py",
+    "tests/experiments/cli/test_fuzz_commands.py",
+    "tests/experiments/analysis/test_optimize.py",
+    "tests/experiments/trial/test_mqtt_session.py",
+    "tests/drivers/test_datastream.py",
+    "tests/experiments/trial/test_fuzz_running.py",
+    "tests/experiments/rig/test_physics_process.py",
+    "tests/experiments/trial/test_startup.py",
+    "tests/firmware_interface/test_emulator_bus.py",
+    "tests/model/test_twin.py",
+    "tests/experiments/analysis/test_replay.py",
+    "tests/docs/test_lab_example.py",
+)
+"""The test files that keep a worker longest (10-35 s each on the 2-core CI
+machine, 2026-11-29), handed out first: the workers take a file at a time in
+the collection's order (``--no-loadscope-reorder``), and a long file handed
+out last keeps one worker busy while the others have nothing left to do. A
+file not listed keeps its place after these; the order changes no test's
+outcome."""
+
+
+def pytest_collection_modifyitems(items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 AIKO_COMMAND = (sys.executable, "-m", "aiko.experiments.cli")
 """The ``aiko`` command as a process of its own (argv's start)."""
 
