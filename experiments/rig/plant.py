@@ -358,13 +358,17 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
 
 def warm_up_plant() -> float:
     """Compile (or load from the cache) :func:`drive_plant`'s loop by driving
-    a three-link snake for a tick; returns the seconds it took."""
+    a three-link snake for a tick, and the simulated Aiko's reading of the
+    modules' record (:func:`~aiko.experiments.rig.references.recorded_motors`,
+    every virtual trial's); returns the seconds it took."""
     import time
 
     t0 = time.perf_counter()
     model = SnakeModel(SnakeParams(n=3))
     drive_plant(model, model.initial_state(), np.zeros(1), np.zeros((1, 2, 4)), PLANT_TICK,
                 0.01, "module")
+    recorded_motors(0.0, model.dt, 1, np.array([0.0, 1.0]), np.zeros((2, 2, 2, 2)),
+                    np.zeros((2, 2)))
     return time.perf_counter() - t0
 
 
