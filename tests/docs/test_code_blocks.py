@@ -128,7 +128,8 @@ def test_the_python_api_pages_blocks_run(tmp_path, monkeypatch):
 
 
 def test_the_ros2_pages_block_reads_a_bag(bag, tmp_path, monkeypatch):
-    code = _page_code("ros2.md").replace('"bags/sidewinding-...-rosbag2"', repr(str(bag)))
+    code = _page_code("ros2.md").replace('"bags/sidewinding-2026-11-27T10-15-02-rosbag2"',
+                                         repr(str(bag)))
     lines = _run(code, tmp_path, monkeypatch).splitlines()
     assert len(lines) > 50 and all(len(line.split()) == 3 for line in lines)
 

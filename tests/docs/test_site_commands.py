@@ -1,0 +1,220 @@
+"""Every console block of the site, run as a reader would type it: its `aiko`
+commands one after another, each as a process of its own, in a fresh folder
+that holds what the block names: the docs' example files (docs/examples) and
+trial logs, stood up here. A command must end with exit status 0 and no
+traceback; `aiko emulate`, which serves until Ctrl-C, is stopped with it
+once it serves, and so is a command the block puts in the background (`&`)
+once the block's last command has ended. What a block names and this machine
+does not have is stood up and put in its place: the channel a background
+`aiko emulate` printed for the one the page shows, a Dask scheduler and
+worker for ``tcp://cluster:8786``.
+
+A block that needs the robot, its adapters or the lab's motion capture says
+so on the line before it (``<!-- needs the robot -->``); the list of those
+is checked below, so that none is marked by mistake.
+
+Not part of the default test run (marked ``site_commands``: real-time trials,
+an optimisation of 400 candidates, a campaign on a cluster; about five
+minutes on two cores): `.ci/run` runs them after it,
+``python -m pytest -m site_commands -n 2 --dist load``."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import AIKO_COMMAND, free_port, made_once
+from tests.docs.test_code_blocks import ROOT, _blocks, _commands
+
+EXAMPLES = ROOT / "docs" / "examples"
+TIMEOUT = 900.0
+"""s a command may take (the optimisation of 400 candidates takes about a minute)."""
+
+NEEDS_THE_ROBOT = {
+    ("README.md", "## An experiment day on the robot"),
+    ("docs/commands/campaign.md", "# `aiko campaign`: a day of trials, resumable, with the "
+                                  "series against the model"),
+    ("docs/commands/doctor.md", "# `aiko doctor`"),
+    ("docs/experiment-day.md", "## The day as a campaign"),
+    ("docs/mocap.md", "## Vicon Tracker: the UDP Object Stream"),
+    ("docs/mocap.md", "## Vicon DataStream"),
+    ("docs/mocap.md", "## Qualisys Track Manager"),
+}
+"""(page, heading) of the blocks marked as needing the robot: the rig file
+of the lab (``aiko.toml``, ``lab.toml``, ``can1``), the lab's motion capture
+at its address."""
+
+TRIALS = {
+    "trial-20261126-081500.mcap": "sidewinding",
+    "trial-a.mcap": "sidewinding",
+    "trial-b.mcap": "lateral-undulation",
+    "trials/sidewinding-2026-11-27T10-15-02.mcap": "sidewinding",
+}
+"""The trial logs the blocks name, as 5 s trials in virtual time."""
+
+MADE_BEFORE = {
+    "bags/sidewinding-2026-11-27T10-15-02-rosbag2":
+        "aiko export trials/sidewinding-2026-11-27T10-15-02.mcap --format rosbag2 --out bags",
+}
+"""What a block names that the page's block before it made: that block's command."""
+
+
+@dataclass
+class Block:
+    page: str
+    heading: str
+    commands: list[str]
+    marked: bool
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.heading.lstrip('# ')[:40]}"
+
+
+def _site_blocks() -> list[Block]:
+    out = []
+    for page, heading, body, marked in _blocks("console"):
+        commands = _commands(body)
+        if commands:
+            out.append(Block(str(page.relative_to(ROOT)), heading.strip(), commands, marked))
+    return out
+
+
+BLOCKS = _site_blocks()
+RUN = [b for b in BLOCKS if not b.marked]
+
+
+def test_the_blocks_marked_for_the_robot_are_the_ones_that_need_it():
+    assert {(b.page, b.heading) for b in BLOCKS if b.marked} == NEEDS_THE_ROBOT
+
+
+@dataclass
+class Shell:
+    """The folder a block runs in and what it has put in the background."""
+
+    cwd: Path
+    replace: dict[str, str] = field(default_factory=dict)
+    background: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
+
+    def argv(self, command: str) -> list[str]:
+        for old, new in self.replace.items():
+            command = command.replace(old, new)
+        return shlex.split(command.rstrip("& "), comments=True)[1:]
+
+    def start(self, command: str) -> subprocess.Popen:
+        return subprocess.Popen([*AIKO_COMMAND, *self.argv(command)], cwd=self.cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def run(self, command: str) -> None:
+        if command.rstrip().endswith("&"):
+            proc = self.start(command)
+            self._until_served(command, proc)
+            self.background.append((command, proc))
+        elif self.argv(command)[0] == "emulate":
+            proc = self.start(command)
+            self._until_served(command, proc)
+            time.sleep(1.0)
+            _stopped(command, proc)
+        else:
+            done = subprocess.run([*AIKO_COMMAND, *self.argv(command)], cwd=self.cwd,
+                                  capture_output=True, text=True, timeout=TIMEOUT)
+            _check(command, done.returncode, done.stdout, done.stderr)
+
+    def _until_served(self, command: str, proc: subprocess.Popen) -> None:
+        """Wait until `aiko emulate` names its channel (it serves from then
+        on), which then stands for the page's in the commands after it."""
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("channel: "):
+                self.replace["socket://127.0.0.1:40123"] = line.split()[1]
+                return
+        _stopped(command, proc)
+        pytest.fail(f"`{command}` ended before it served")
+
+    def close(self) -> None:
+        for command, proc in self.background:
+            _stopped(command, proc)
+
+
+def _stopped(command: str, proc: subprocess.Popen) -> None:
+    """Ctrl-C, as a user ends a server; it must end cleanly."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"`{command}` did not end on Ctrl-C: {err[-2000:]}")
+    _check(command, proc.returncode, out, err)
+
+
+def _check(command: str, code: int, out: str, err: str) -> None:
+    assert code == 0 and "Traceback" not in err, (
+        f"`{command}` exited {code}:\n{out[-2000:]}\n{err[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def trial_logs(tmp_path_factory) -> dict[str, Path]:
+    logs = {}
+    for gait in sorted(set(TRIALS.values())):
+        run, out = made_once(tmp_path_factory, f"site-{gait}", gait, "--time", "virtual",
+                             "--duration", "5")
+        assert run.returncode == 0, run.stderr
+        logs[gait] = out
+    return logs
+
+
+@pytest.fixture
+def cluster():
+    """``tcp://cluster:8786``: a scheduler and a worker on loopback."""
+    dask = shutil.which("dask")
+    assert dask is not None, "the dask command is not installed (dask[distributed])"
+    port = free_port()
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)]
+    try:
+        procs.append(subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}",
+                                       "--nworkers", "1", "--nthreads", "1", "--no-nanny",
+                                       "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+        yield f"tcp://127.0.0.1:{port}"
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.mark.site_commands
+@pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
+def test_the_block_runs_as_shown(block, tmp_path, trial_logs, request):
+    text = " ".join(shlex.join(Shell(tmp_path).argv(c)) for c in block.commands)  # no comments
+    for example in EXAMPLES.iterdir():      # not aiko.toml unless named: it is the robot's
+        if example.name in text:
+            shutil.copy(example, tmp_path)
+    before = [c for name, c in MADE_BEFORE.items() if name in text and c not in block.commands]
+    for name, gait in TRIALS.items():
+        if name in text or any(name in c for c in before):
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(trial_logs[gait], tmp_path / name)
+    shell = Shell(tmp_path)
+    for command in before:
+        shell.run(command)
+    if any("tcp://cluster:8786" in c for c in block.commands):
+        shell.replace["tcp://cluster:8786"] = request.getfixturevalue("cluster")
+    try:
+        for command in block.commands:
+            shell.run(command)
+    finally:
+        shell.close()
