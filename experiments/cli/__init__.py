@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
+import signal
 import sys
 
 from aiko.model.errors import AikoError
@@ -87,7 +89,15 @@ def console_main() -> int:
     then the heap frozen, as the process ends next: the interpreter's exit
     then does not collect what the command held (the model, numba's
     dispatchers, matplotlib), which took 0.4 s of every ``aiko run``. Not for
-    calling :func:`main` in a process that goes on (a test's)."""
-    code = main()
+    calling :func:`main` in a process that goes on (a test's). Output piped
+    into a reader that stops early (``aiko run GAIT --check | head``) ends
+    the command quietly, with 141 as a shell gives a command ended by
+    SIGPIPE."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 128 + signal.SIGPIPE
     gc.freeze()
     return code
