@@ -144,8 +144,8 @@ def _default(value) -> str:
         return "none"
     if isinstance(value, bool):          # as TOML spells it
         return f"`{str(value).lower()}`"
-    if isinstance(value, float):
-        return f"{value:g}"
+    if isinstance(value, float):         # as the help texts give them (45, not 45.0001)
+        return f"{value:.4g}"
     return f"`{value}`"
 
 
