@@ -304,6 +304,48 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for_port(port, proc, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError("the dask scheduler ended")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the dask scheduler did not listen")
+
+
+@pytest.fixture
+def dask_cluster():
+    """A Dask cluster as a lab runs one: `dask scheduler` on a free loopback
+    port and one `dask worker` process (no nanny: nothing here restarts it);
+    its address."""
+    dask = shutil.which("dask")
+    if dask is None:
+        pytest.fail("the dask command is not installed (dask[distributed])")
+    port = free_port()
+    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        wait_for_port(port, scheduler)
+        worker = subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1",
+                                   "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        yield f"tcp://127.0.0.1:{port}"
+    finally:
+        for proc in (worker, scheduler):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
 def robot_args(channel, nodes):
     return ["--rig", "robot", "--can-interface", "slcan", "--can-channel", channel,
             "--nodes", str(nodes), "--no-model"]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import AIKO_COMMAND, free_port, made_once
+from tests.conftest import AIKO_COMMAND, made_once
 from tests.docs.test_code_blocks import ROOT, _blocks, _commands
 
 EXAMPLES = ROOT / "docs" / "examples"
@@ -172,30 +172,6 @@ def trial_logs(tmp_path_factory) -> dict[str, Path]:
     return logs
 
 
-@pytest.fixture
-def cluster():
-    """``tcp://cluster:8786``: a scheduler and a worker on loopback."""
-    dask = shutil.which("dask")
-    assert dask is not None, "the dask command is not installed (dask[distributed])"
-    port = free_port()
-    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)]
-    try:
-        procs.append(subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}",
-                                       "--nworkers", "1", "--nthreads", "1", "--no-nanny",
-                                       "--no-dashboard"], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-        yield f"tcp://127.0.0.1:{port}"
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
 @pytest.mark.site_commands
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
 def test_the_block_runs_as_shown(block, tmp_path, trial_logs, request):
@@ -212,7 +188,7 @@ def test_the_block_runs_as_shown(block, tmp_path, trial_logs, request):
     for command in before:
         shell.run(command)
     if any("tcp://cluster:8786" in c for c in block.commands):
-        shell.replace["tcp://cluster:8786"] = request.getfixturevalue("cluster")
+        shell.replace["tcp://cluster:8786"] = request.getfixturevalue("dask_cluster")
     try:
         for command in block.commands:
             shell.run(command)
