@@ -14,7 +14,7 @@ so on the line before it (``<!-- needs the robot -->``); the list of those
 is checked below, so that none is marked by mistake.
 
 Not part of the default test run (marked ``site_commands``: real-time trials,
-an optimisation of 400 candidates, a campaign on a cluster; about five
+an optimisation of 400 candidates, a campaign on a cluster; about four
 minutes on two cores): `.ci/run` runs them after it,
 ``python -m pytest -m site_commands -n 2 --dist load``."""
 
@@ -35,7 +35,7 @@ from tests.docs.test_code_blocks import ROOT, _blocks, _commands
 
 EXAMPLES = ROOT / "docs" / "examples"
 TIMEOUT = 900.0
-"""s a command may take (the optimisation of 400 candidates takes about a minute)."""
+"""s a command may take (the optimisation of 400 candidates: 1-3 minutes)."""
 
 NEEDS_THE_ROBOT = {
     ("README.md", "## An experiment day on the robot"),
