@@ -2,9 +2,9 @@
 block shows parses with today's command line (its flags and values), and every
 Python block runs, page by page in one namespace as a reader would paste
 them, with what it names (a bag, an adapter's channel) stood up by the test.
-A Python block that cannot run here says so on the line before it
-(``<!-- needs the robot -->``); a page's blocks that another test runs are
-listed in RUN_ELSEWHERE."""
+A block that cannot run here says what it needs on the line before it
+(``<!-- needs the robot -->``, ``<!-- needs ROS 2 -->``); a page's blocks
+that another test runs are listed in RUN_ELSEWHERE."""
 
 import contextlib
 import io
@@ -20,7 +20,7 @@ from tests.conftest import aiko, start_emulator, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
-ROBOT = "<!-- needs the robot -->"
+_NEEDS = re.compile(r"<!-- needs (.+?) -->$")
 
 RUN_ELSEWHERE = {
     ("python-api.md", "## A trial from Python"): "tests/docs/test_docs_examples.py",
@@ -32,7 +32,7 @@ _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 
 def _blocks(lang: str):
-    """(page, heading above, text, marked for the robot) of every block in ``lang``."""
+    """(page, heading above, text, what it needs or "") of every block in ``lang``."""
     for page in PAGES:
         text = page.read_text()
         for m in _BLOCK.finditer(text):
@@ -40,8 +40,8 @@ def _blocks(lang: str):
                 continue
             before = text[:m.start()]
             headings = re.findall(r"^#+ .*$", before, re.M)
-            marked = before.rstrip().endswith(ROBOT)
-            yield page, headings[-1] if headings else "", m.group(2), marked
+            needs = _NEEDS.search(before.rstrip())
+            yield page, headings[-1] if headings else "", m.group(2), needs[1] if needs else ""
 
 
 def _commands(body: str) -> list[str]:

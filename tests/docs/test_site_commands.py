@@ -9,9 +9,12 @@ does not have is stood up and put in its place: the channel a background
 `aiko emulate` printed for the one the page shows, a Dask scheduler and
 worker for ``tcp://cluster:8786``.
 
-A block that needs the robot, its adapters or the lab's motion capture says
-so on the line before it (``<!-- needs the robot -->``); the list of those
-is checked below, so that none is marked by mistake.
+A block that cannot run here says what it needs on the line before it: the
+robot (its rig file, adapters, broker, the lab's motion capture at its
+address: ``<!-- needs the robot -->``), ROS 2's own tools, the fuzzing's longer
+search by hand; the list of those is checked below, so that none is marked by
+mistake, and a block without `aiko` commands is either marked or one that
+`.ci/run` runs as it is (the install, the test runs).
 
 Not part of the default test run (marked ``site_commands``: real-time trials,
 an optimisation of 400 candidates, a campaign on a cluster; about four
@@ -37,19 +40,27 @@ EXAMPLES = ROOT / "docs" / "examples"
 TIMEOUT = 900.0
 """s a command may take (the optimisation of 400 candidates: 1-3 minutes)."""
 
-NEEDS_THE_ROBOT = {
-    ("README.md", "## An experiment day on the robot"),
+NEEDS = {
+    ("README.md", "## An experiment day on the robot"): "the robot",
     ("docs/commands/campaign.md", "# `aiko campaign`: a day of trials, resumable, with the "
-                                  "series against the model"),
-    ("docs/commands/doctor.md", "# `aiko doctor`"),
-    ("docs/experiment-day.md", "## The day as a campaign"),
-    ("docs/mocap.md", "## Vicon Tracker: the UDP Object Stream"),
-    ("docs/mocap.md", "## Vicon DataStream"),
-    ("docs/mocap.md", "## Qualisys Track Manager"),
+                                  "series against the model"): "the robot",
+    ("docs/commands/doctor.md", "# `aiko doctor`"): "the robot",
+    ("docs/commands/run.md", "## Telemetry"): "the robot",
+    ("docs/experiment-day.md", "## The day as a campaign"): "the robot",
+    ("docs/mocap.md", "## Vicon Tracker: the UDP Object Stream"): "the robot",
+    ("docs/mocap.md", "## Vicon DataStream"): "the robot",
+    ("docs/mocap.md", "## Qualisys Track Manager"): "the robot",
+    ("docs/ros2.md", "## Recipe: look at it with ROS 2's tools"): "ROS 2",
+    ("docs/tests.md", "# Tests"): "a search by hand",
 }
-"""(page, heading) of the blocks marked as needing the robot: the rig file
-of the lab (``aiko.toml``, ``lab.toml``, ``can1``), the lab's motion capture
-at its address."""
+"""(page, heading) -> what the blocks marked there need: the lab's rig file
+(``aiko.toml``, ``lab.toml``, ``can1``), its broker, its motion capture at
+its address; ROS 2's own tools; the fuzzing's longer search by hand."""
+
+RUN_BY_CI = ("pip install -e '.[test]' && python -m pytest -q", "python -m pytest -q",
+             "python -m pytest -m site_commands -n 2 --dist load "
+             "tests/docs/test_site_commands.py")
+"""Blocks `.ci/run` runs as they are: the install and the test runs."""
 
 TRIALS = {
     "trial-20261126-081500.mcap": "sidewinding",
@@ -71,7 +82,7 @@ class Block:
     page: str
     heading: str
     commands: list[str]
-    marked: bool
+    needs: str
 
     @property
     def id(self) -> str:
@@ -80,19 +91,29 @@ class Block:
 
 def _site_blocks() -> list[Block]:
     out = []
-    for page, heading, body, marked in _blocks("console"):
+    for page, heading, body, needs in _blocks("console"):
         commands = _commands(body)
         if commands:
-            out.append(Block(str(page.relative_to(ROOT)), heading.strip(), commands, marked))
+            out.append(Block(str(page.relative_to(ROOT)), heading.strip(), commands, needs))
     return out
 
 
 BLOCKS = _site_blocks()
-RUN = [b for b in BLOCKS if not b.marked]
+RUN = [b for b in BLOCKS if not b.needs]
 
 
-def test_the_blocks_marked_for_the_robot_are_the_ones_that_need_it():
-    assert {(b.page, b.heading) for b in BLOCKS if b.marked} == NEEDS_THE_ROBOT
+def test_the_blocks_that_do_not_run_here_say_why():
+    marked = {}
+    for page, heading, body, needs in _blocks("console"):
+        key = (str(page.relative_to(ROOT)), heading.strip())
+        if needs:
+            assert NEEDS.get(key) == needs, (key, needs)
+            marked[key] = needs
+        elif not _commands(body):           # no `aiko` command: .ci/run's own lines
+            lines = [line[2:].split("#")[0].strip() for line in body.splitlines()
+                     if line.startswith("$ ")]
+            assert lines and all(line in RUN_BY_CI for line in lines), (key, lines)
+    assert marked == NEEDS
 
 
 @dataclass
