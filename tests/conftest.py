@@ -261,14 +261,23 @@ def spawn(*args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def start_emulator(*extra):
-    proc = spawn("emulate", "--nodes", "3", "--port", "0", *extra)
+def emulator_channel(proc):
+    """The python-can channel a starting `aiko emulate` (stdout a text pipe)
+    prints when it serves, or None if it does not within its first lines."""
     for _ in range(20):
         line = proc.stdout.readline()
         if line.startswith("channel: "):
-            return proc, line.split()[1]
-    proc.kill()
-    raise AssertionError("aiko emulate did not start")
+            return line.split()[1]
+    return None
+
+
+def start_emulator(*extra):
+    proc = spawn("emulate", "--nodes", "3", "--port", "0", *extra)
+    channel = emulator_channel(proc)
+    if channel is None:
+        proc.kill()
+        raise AssertionError("aiko emulate did not start")
+    return proc, channel
 
 
 def stop(proc):
@@ -304,7 +313,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_for_port(port, proc, timeout=60.0):
+def _wait_for_scheduler(port, proc, timeout=60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -331,7 +340,7 @@ def dask_cluster():
                                  stderr=subprocess.DEVNULL)
     worker = None
     try:
-        wait_for_port(port, scheduler)
+        _wait_for_scheduler(port, scheduler)
         worker = subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1",
                                    "--nthreads", "1", "--no-nanny", "--no-dashboard"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import AIKO_COMMAND, made_once
+from tests.conftest import AIKO_COMMAND, emulator_channel, made_once
 from tests.docs.test_code_blocks import ROOT, _blocks, _commands
 
 EXAMPLES = ROOT / "docs" / "examples"
@@ -151,13 +151,11 @@ class Shell:
     def _until_served(self, command: str, proc: subprocess.Popen) -> None:
         """Wait until `aiko emulate` names its channel (it serves from then
         on), which then stands for the page's in the commands after it."""
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("channel: "):
-                self.replace["socket://127.0.0.1:40123"] = line.split()[1]
-                return
-        _stopped(command, proc)
-        pytest.fail(f"`{command}` ended before it served")
+        channel = emulator_channel(proc)
+        if channel is None:
+            _stopped(command, proc)
+            pytest.fail(f"`{command}` did not say it serves")
+        self.replace["socket://127.0.0.1:40123"] = channel
 
     def close(self) -> None:
         for command, proc in self.background:

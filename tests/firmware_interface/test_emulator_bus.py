@@ -23,7 +23,7 @@ from aiko.firmware_interface.emulator import JointModule
 from aiko.firmware_interface.protocol import NmtCommand, NodeState
 from aiko.firmware_interface.service import EmulatedJoints
 from aiko.firmware_interface.slcan import SlcanAdapter, SlcanError, format_frame, parse_command
-from tests.conftest import AIKO_COMMAND, aiko
+from tests.conftest import AIKO_COMMAND, aiko, emulator_channel
 
 
 def msg(frame):
@@ -190,12 +190,7 @@ def test_aiko_emulate_from_a_separate_process():
                              "3", "--port", "0", "--fault", "3:silent", "--keep-awake", "spin"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        channel = None
-        for _ in range(20):
-            line = proc.stdout.readline()
-            if line.startswith("channel: "):
-                channel = line.split()[1]
-                break
+        channel = emulator_channel(proc)
         assert channel and channel.startswith("socket://127.0.0.1:")
         line = proc.stdout.readline()
         processors = len(os.sched_getaffinity(0))
