@@ -57,6 +57,7 @@ from aiko.control.streamer import PeriodRecord, ReferenceStreamer, StreamStats
 from aiko.control.supervisor import NodesMissingError, Supervisor, TrialFault
 from aiko.drivers.mocap import MocapLogger
 from aiko.drivers.priority import freeze_heap
+from aiko.drivers.virtual_time import in_virtual_time
 from aiko.experiments.analysis.compare import Paths
 from aiko.experiments.analysis.simulate import LINK_OF_INTEREST
 from aiko.firmware_interface.dbc import DBC_PATH, load_database
@@ -242,7 +243,8 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
                                    clock.wall_start, cfg.steering))
     try:
         try:
-            freeze_heap()   # before the nodes are started
+            if not in_virtual_time():   # in virtual time a collection misses no deadline
+                freeze_heap()   # before the nodes are started
             parts.phases.enter("bring-up", nodes=parts.nodes, timeout=cfg.startup_timeout)
             await sup.bring_up(cfg.startup_timeout, on_frame=parts.dispatcher.on_raw)
             async with asyncio.TaskGroup() as tg:

@@ -17,10 +17,25 @@ from aiko.experiments.analysis.simulate import initial_state_for_gait
 from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SolverParams
 from aiko.model.reference import reference_step
 
+CASES = ("resting", "impact", "impact-rigid", "sliding", "sidewinding", "sidewinding-rigid",
+         "undulation")
+
+
+@pytest.fixture(scope="module")
+def states():
+    """(params, state, refs) by case: resting, impacting, sliding,
+    sidewinding, undulating; impacting and sidewinding on the rigid contact
+    too. Made once the first test asks (not at collection, which every worker
+    of the test run repeats)."""
+    with warnings.catch_warnings():  # the soft start's transient has capped steps
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        out = _states()
+    assert tuple(name for name, *_ in out) == CASES
+    return {name: case for name, *case in out}
+
 
 def _states():
-    """(label, params, state, refs): resting, impacting, sliding, sidewinding,
-    undulating; impacting and sidewinding on the rigid contact too."""
+    """(label, params, state, refs) of every case."""
     out = []
     p = SnakeParams()
     m = SnakeModel(p)
@@ -50,18 +65,13 @@ def _states():
     return out
 
 
-with warnings.catch_warnings():  # the soft start's transient has capped steps
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    STATES = _states()
-
-
 @pytest.mark.parametrize("solver", ["newton", "jor", "sor", "sor/1", "sor/3/explicit",
                                     "sor/3/implicit/0.5", "newton/3/explicit"])
-@pytest.mark.parametrize("case", STATES, ids=[c[0] for c in STATES])
-def test_kernel_step_equals_dense_reference(case, solver):
+@pytest.mark.parametrize("label", CASES)
+def test_kernel_step_equals_dense_reference(label, solver, states):
     """solver/passes/drive/drive weight; sor/1: plain SOR, one pass over a
     link's contacts per sweep; the default drive is implicit."""
-    label, params, state, refs = case
+    params, state, refs = states[label]
     if label in ("sidewinding", "sidewinding-rigid", "undulation"):  # extrapolated warm starts
         assert np.abs(state.dP).max() > 0
     name, passes, drive, weight = (solver.split("/") + ["3", "implicit", "1.0"][
