@@ -224,14 +224,17 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
     t_ref = 0.0 if not math.isfinite(t_ref) else t_ref
     windows = (metrics or {}).get("windows") or []
     panel = len(windows) >= 2
-    fig = Figure(figsize=(11, 8.4 if panel else 6.2), layout="constrained")
-    grid = fig.add_gridspec(3 if panel else 2, 2, width_ratios=(1.15, 1),
-                            height_ratios=(1, 1, 0.8) if panel else (1, 1))
+    fig = Figure(figsize=(11, 8.4 if panel else 6.2))
+    grid = fig.add_gridspec(4 if panel else 2, 2, width_ratios=(1.15, 1))  # row 2: a gap
     ax_x = fig.add_subplot(grid[0, 0])
     ax_y = fig.add_subplot(grid[1, 0], sharex=ax_x)
     ax_p = fig.add_subplot(grid[:2, 1])
+    beside = [ax_x, ax_y]          # the axes whose tick labels the left margin holds
+    right_axis = None
     if panel:
-        _draw_windows(fig.add_subplot(grid[2, :]), windows, t_ref)
+        ax_w = fig.add_subplot(grid[3, :])
+        right_axis = _draw_windows(ax_w, windows, t_ref)
+        beside.append(ax_w)
     exp_style: dict[str, Any] = {"color": "#1f4e9c", "lw": 1.8, "label": "experiment (motion capture)"}
     mod_style: dict[str, Any] = {"color": "#d1495b", "lw": 1.8, "ls": "--", "label": model_label}
     if not te.size:
@@ -266,7 +269,8 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
     ax_p.set_aspect("equal", adjustable="datalim")
     ax_p.grid(True, alpha=0.3)
     ax_p.set_title("path of link 6 (x, y)")
-    fig.legend(*ax_p.get_legend_handles_labels(), loc="outside lower center", ncols=4,
+    handles, labels = ax_p.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=4,
                fontsize=9, frameon=False)
     if metrics:
         text = (f"final error {100 * metrics['final_error_m']:.1f} cm, "
@@ -279,13 +283,66 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
                 + f"heading difference {metrics['heading_difference_deg']:+.1f} deg")
         title = f"{title}\n{text}"
     fig.suptitle(title, fontsize=11)
+    _place(fig, grid, title.count("\n") + 1, math.ceil(len(labels) / 4),
+           max(_tick_labels_in(ax) for ax in beside), _tick_labels_in(ax_p),
+           None if right_axis is None else _tick_labels_in(right_axis))
     return fig
 
 
-def _draw_windows(ax, windows: list[dict], t_ref: float) -> None:
+_MARGIN_IN = {"axis_label": 0.4, "char": 0.088, "right": 0.1, "rows": 0.13, "panel": 0.94,
+              "top": 0.4, "title_line": 0.2, "bottom": 0.57, "legend_row": 0.22}
+"""The comparison figure's margins and gaps, inches, at matplotlib's default
+sizes: beside a y axis its label and ticks plus its tick labels' width (a
+character of 10 pt); a line of the title, a row of the figure's legend, the
+gap above the windows' panel (its title and legend). Laid out by hand, to
+what the constrained layout gave: that layout measured every tick label at
+each of savefig's two draws, 40 % of the figure's cost."""
+
+
+def _tick_labels_in(ax) -> float:
+    """The width of ``ax``'s widest y tick label, inches, from its characters."""
+    lo, hi = sorted(ax.get_ylim())
+    ticks = [t for t in ax.get_yticks() if lo <= t <= hi]
+    texts = ax.yaxis.get_major_formatter().format_ticks(ticks) if ticks else ["0"]
+    return _MARGIN_IN["char"] * max(len(t) for t in texts)
+
+
+def _place(fig, grid, title_lines: int, legend_rows: int, left_labels: float,
+           path_labels: float, right_labels: float | None) -> None:
+    """Margins and gaps of :func:`comparison_figure`'s grid (2 x 2, or with
+    the windows' panel 4 x 2: the paths, a gap, the panel) from
+    :data:`_MARGIN_IN`, for a title of ``title_lines`` lines, a legend of
+    ``legend_rows`` rows and y tick labels as wide as given (inches: the left
+    column's, the path's, the panel's right axis's or None); the axes moved
+    there."""
+    m = _MARGIN_IN
+    w, h = fig.get_size_inches()
+    n = grid.get_geometry()[0]
+    top = m["top"] + m["title_line"] * title_lines
+    bottom = m["bottom"] + m["legend_row"] * legend_rows
+    left = m["axis_label"] + left_labels
+    columns = m["axis_label"] + path_labels
+    right = m["right"] if right_labels is None else m["axis_label"] - 0.1 + right_labels
+    free = h - top - bottom - (n - 1) * m["rows"]
+    if n == 4:   # the paths' two rows, the gap to the panel, the panel (0.8 of a row)
+        gap = m["panel"] - 2 * m["rows"]
+        row = (free - gap) / 2.8
+        heights = [row, row, gap, 0.8 * row]
+    else:
+        heights = [free / 2] * 2
+    grid.set_height_ratios(heights)
+    width = (w - left - right - columns) / 2
+    grid.update(left=left / w, right=1.0 - right / w, top=1.0 - top / h,
+                bottom=bottom / h, wspace=columns / width,
+                hspace=m["rows"] / (sum(heights) / n))
+    for ax in fig.axes:
+        ax.set_position(ax.get_subplotspec().get_position(fig))
+
+
+def _draw_windows(ax, windows: list[dict], t_ref: float):
     """Per window (its start on the time axis): RMS and final position error
     (cm, bars) and the path length and net displacement ratios (lines, right
-    axis)."""
+    axis, returned)."""
     t0 = np.array([w["t_start"] for w in windows]) - t_ref
     width = 0.35 * WINDOW_S
     mid = t0 + 0.5 * WINDOW_S
@@ -310,6 +367,7 @@ def _draw_windows(ax, windows: list[dict], t_ref: float) -> None:
     ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=8, ncols=4,
               loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False)
     ax.set_title("over the paper's horizon: consecutive windows", pad=20)
+    return ax2
 
 
 def _draw_scene(ax, scene, near: np.ndarray, margin: float = 0.35) -> None:
