@@ -289,14 +289,16 @@ def comparison_figure(paths: Paths, title: str, metrics: dict | None = None,
     return fig
 
 
-_MARGIN_IN = {"axis_label": 0.4, "char": 0.088, "right": 0.1, "rows": 0.13, "panel": 0.94,
-              "top": 0.4, "title_line": 0.2, "bottom": 0.57, "legend_row": 0.22}
+_MARGIN_IN = {"axis_label": 0.4, "right_axis_label": 0.3, "char": 0.088, "right": 0.1,
+              "rows": 0.13, "panel": 0.94, "top": 0.4, "title_line": 0.2, "bottom": 0.57,
+              "legend_row": 0.22}
 """The comparison figure's margins and gaps, inches, at matplotlib's default
 sizes: beside a y axis its label and ticks plus its tick labels' width (a
-character of 10 pt); a line of the title, a row of the figure's legend, the
-gap above the windows' panel (its title and legend). Laid out by hand, to
-what the constrained layout gave: that layout measured every tick label at
-each of savefig's two draws, 40 % of the figure's cost."""
+character of 10 pt; the windows' panel's right axis sets its label closer);
+a line of the title, a row of the figure's legend, the gap above the
+windows' panel (its title and legend). Laid out by hand, to what the
+constrained layout gave: that layout measured every tick label at each of
+savefig's two draws, 40 % of the figure's cost."""
 
 
 def _tick_labels_in(ax) -> float:
@@ -322,7 +324,7 @@ def _place(fig, grid, title_lines: int, legend_rows: int, left_labels: float,
     bottom = m["bottom"] + m["legend_row"] * legend_rows
     left = m["axis_label"] + left_labels
     columns = m["axis_label"] + path_labels
-    right = m["right"] if right_labels is None else m["axis_label"] - 0.1 + right_labels
+    right = m["right"] if right_labels is None else m["right_axis_label"] + right_labels
     free = h - top - bottom - (n - 1) * m["rows"]
     if n == 4:   # the paths' two rows, the gap to the panel, the panel (0.8 of a row)
         gap = m["panel"] - 2 * m["rows"]
