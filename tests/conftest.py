@@ -14,6 +14,7 @@ put back here, so the children start with SIGINT's default again."""
 import asyncio
 import contextlib
 import fcntl
+import gc
 import io
 import json
 import logging
@@ -91,6 +92,19 @@ outcome."""
 def pytest_collection_modifyitems(items):
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After each test its young garbage is collected and what survives is
+    frozen (``gc.freeze``): the cycle collector's full passes then scan only
+    what the next tests make, not the modules, kernels and figures every test
+    before them left in the worker. A full pass over a worker's heap took
+    0.1-0.4 s, 55 of them 11 CPU s of a test run; frozen, 2.4 s. Cyclic
+    garbage that had already reached the oldest generation at a test's end
+    stays in memory (the workers peaked at 0.5 GB)."""
+    gc.collect(1)
+    gc.freeze()
 
 
 AIKO_COMMAND = (sys.executable, "-m", "aiko.experiments.cli")

@@ -239,11 +239,12 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
     reason: EndReason = "completed"
     fault: TrialFault | None = None
     t_start = clock.now()
+    froze = not in_virtual_time()   # in virtual time a collection misses no deadline
     parts.fanout.emit(TrialStarted(t_start, parts.stream.streamer.gait.name, parts.nodes,
                                    clock.wall_start, cfg.steering))
     try:
         try:
-            if not in_virtual_time():   # in virtual time a collection misses no deadline
+            if froze:
                 freeze_heap()   # before the nodes are started
             parts.phases.enter("bring-up", nodes=parts.nodes, timeout=cfg.startup_timeout)
             await sup.bring_up(cfg.startup_timeout, on_frame=parts.dispatcher.on_raw)
@@ -261,7 +262,8 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
         reason = "nodes_missing"
         raise
     finally:
-        gc.unfreeze()
+        if froze:   # what this trial froze, not what its process had frozen before
+            gc.unfreeze()
         result = await _shut_down(parts, reason, fault, t_start)
         if on_end is not None:
             on_end(result)

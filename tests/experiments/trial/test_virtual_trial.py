@@ -6,6 +6,7 @@ loop. Deterministic: two runs give the same records; an injected fault is
 detected at the same trial time, exactly when the supervisor's rule says."""
 
 import asyncio
+import gc
 import json
 from dataclasses import replace
 
@@ -113,3 +114,20 @@ def test_a_module_silent_from_the_start_is_the_one_line_error_of_real_time(tmp_p
              "--duration", "2", "--out", str(tmp_path / "t.mcap"))
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         "aiko run: no heartbeat from joint node 2 within 2 s"], r.stderr
+
+
+def test_a_virtual_trial_leaves_the_processs_frozen_heap_as_it_was(tmp_path):
+    """A real-time trial freezes the heap at its bring-up and unfreezes it at
+    its end; a virtual trial does neither, and so keeps what its process had
+    frozen before (a campaign's worker, a test worker)."""
+    marker = {"frozen": [True]}       # a container the collector tracks
+    gc.collect()
+    gc.freeze()
+    assert not any(o is marker for o in gc.get_objects())   # frozen: in no generation
+    try:
+        result, _, _ = virtual_trial(tmp_path / "t.mcap", gait="still", duration=0.3,
+                                     plant="ideal", no_model=True)
+        assert result.reason == "completed"
+        assert not any(o is marker for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
