@@ -5,7 +5,8 @@ For each preset, ``--runs`` trials of ``--duration`` s on the realistic
 simulated Aiko with the model in parallel (``aiko run``), in real time, and
 as many in virtual time with motion-capture noise seeds 0, 1, ... (a virtual
 trial is deterministic: the same seed, the same trial; real-time runs differ
-by their timing). Reports each run's comparison (RMS and final error of link
+by their timing, and with ``--real-seeds`` by the same seeds' noise too, as
+a rehearsal's repetitions differ in both). Reports each run's comparison (RMS and final error of link
 6, the net displacement ratio, the heading difference), its wall time and
 late periods, and per preset and mode the mean and spread.
 
@@ -29,12 +30,15 @@ PRESETS = ("sidewinding", "lateral-undulation", "lateral-undulation-orthotropic"
 KEYS = ("rms_error_m", "final_error_m", "distance_ratio", "heading_difference_deg")
 
 
-def run(gait: str, mode: str, k: int, duration: float, folder: Path) -> dict:
+def run(gait: str, mode: str, k: int, duration: float, folder: Path,
+        real_seeds: bool = False) -> dict:
     out = folder / f"{gait}-{mode}-{k}.mcap"
     argv = [sys.executable, "-m", "aiko.experiments.cli", "run", gait, "--duration",
             str(duration), "--out", str(out)]
     if mode == "virtual":
-        argv += ["--time", "virtual", "--plant-seed", str(k)]
+        argv += ["--time", "virtual"]
+    if mode == "virtual" or real_seeds:
+        argv += ["--plant-seed", str(k)]
     w0 = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     wall = time.monotonic() - w0
@@ -60,15 +64,18 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--duration", type=float, default=15.0)
     p.add_argument("--presets", default=",".join(PRESETS))
+    p.add_argument("--real-seeds", action="store_true",
+                   help="real-time run k with the noise seed k too (default: seed 0)")
     a = p.parse_args()
     print(f"# {datetime.now():%Y-%m-%d %H:%M}, {platform.machine()} {platform.processor() or ''}"
-          f" Python {platform.python_version()}, {a.runs} runs x {a.duration:g} s")
+          f" Python {platform.python_version()}, {a.runs} runs x {a.duration:g} s"
+          f"{', real time with seeds 0..' + str(a.runs - 1) if a.real_seeds else ''}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for gait in a.presets.split(","):
             for k in range(a.runs):          # interleaved: the host's moods fall on both
                 for mode in ("real", "virtual"):
-                    r = run(gait, mode, k, a.duration, Path(tmp))
+                    r = run(gait, mode, k, a.duration, Path(tmp), a.real_seeds)
                     rows.append(r)
                     print(json.dumps(r), flush=True)
     print("\n| preset | time | wall s | RMS error m | final error m | net disp. ratio "
