@@ -6,9 +6,10 @@ simulated Aiko with the model in parallel (``aiko run``), in real time, and
 as many in virtual time with motion-capture noise seeds 0, 1, ... (a virtual
 trial is deterministic: the same seed, the same trial; real-time runs differ
 by their timing, and with ``--real-seeds`` by the same seeds' noise too, as
-a rehearsal's repetitions differ in both). Reports each run's comparison (RMS and final error of link
-6, the net displacement ratio, the heading difference), its wall time and
-late periods, and per preset and mode the mean and spread.
+a rehearsal's repetitions differ in both). Reports each run's comparison
+(RMS and final error of link 6, the net displacement ratio, the heading
+difference), its wall time and late periods, and per preset and mode the
+mean and spread.
 
     python benchmarks/virtual_vs_real.py --runs 3 --duration 15
 """

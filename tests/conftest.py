@@ -100,7 +100,7 @@ def pytest_runtest_teardown(item, nextitem):
     frozen (``gc.freeze``): the cycle collector's full passes then scan only
     what the next tests make, not the modules, kernels and figures every test
     before them left in the worker. A full pass over a worker's heap took
-    0.1-0.4 s, 55 of them 11 CPU s of a test run; frozen, 2.4 s. Cyclic
+    0.1-0.4 s, 55 of them 11 CPU s of a test run; frozen, 2.4-2.8 s. Cyclic
     garbage that had already reached the oldest generation at a test's end
     stays in memory (the workers peaked at 0.5 GB)."""
     gc.collect(1)

@@ -119,7 +119,7 @@ def test_a_module_silent_from_the_start_is_the_one_line_error_of_real_time(tmp_p
 def test_a_virtual_trial_leaves_the_processs_frozen_heap_as_it_was(tmp_path):
     """A real-time trial freezes the heap at its bring-up and unfreezes it at
     its end; a virtual trial does neither, and so keeps what its process had
-    frozen before (a campaign's worker, a test worker)."""
+    frozen before (a test worker, a program that froze its start-up)."""
     marker = {"frozen": [True]}       # a container the collector tracks
     gc.collect()
     gc.freeze()
