@@ -14,11 +14,19 @@ the package): ``can.Bus(interface="aiko-loop", channel="rig")``, or
 ``--can-interface aiko-loop`` where both ends live in one process, as in
 tests in virtual time.
 
+Given a ``bitrate`` (bit/s), a channel takes a frame's time on the wire as a
+CAN bus does, on the running event loop's clock: one frame at a time, each
+``47 + 8 * dlc`` bits (a standard frame with its interframe space; stuff bits
+not counted), delivered when its last bit is sent. In virtual time this is
+the bus's whole latency (a period's ten REFs and SYNC take 1.3 ms at
+1 Mbit/s); without a bitrate a frame arrives at once.
+
 Linux only (eventfd), like the simulated rig's other parts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import threading
@@ -37,10 +45,13 @@ class LoopBus(can.BusABC):
 
     _channels: ClassVar[dict[str, list[LoopBus]]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
+    _busy_until: ClassVar[dict[str, float]] = {}
+    """Per channel, the loop time its last frame ends (with a bitrate)."""
 
-    def __init__(self, channel: str, **kwargs: Any) -> None:
+    def __init__(self, channel: str, bitrate: int | None = None, **kwargs: Any) -> None:
         self.channel_info = f"loop bus {channel}"
         self._name = channel
+        self.bitrate = bitrate
         self._rx: deque[can.Message] = deque()
         self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_SEMAPHORE | os.EFD_CLOEXEC)
         self._open = True
@@ -55,15 +66,36 @@ class LoopBus(can.BusABC):
         if not self._open:
             raise can.CanOperationError("the loop bus is shut down")
         stamp = time.time()
+        loop, at = self._on_wire(msg.dlc)
         for end in self._channels.get(self._name, ()):
             if end is not self:
-                end._deliver(can.Message(
+                copy = can.Message(
                     timestamp=stamp, arbitration_id=msg.arbitration_id,
                     is_extended_id=msg.is_extended_id, is_remote_frame=msg.is_remote_frame,
                     is_error_frame=msg.is_error_frame, dlc=msg.dlc, data=bytes(msg.data),
-                    is_rx=True, channel=self._name))
+                    is_rx=True, channel=self._name)
+                if loop is None:
+                    end._deliver(copy)
+                else:
+                    loop.call_at(at, end._deliver, copy)
+
+    def _on_wire(self, dlc: int) -> tuple[asyncio.AbstractEventLoop | None, float]:
+        """(the running loop, the loop time the frame's last bit is sent), or
+        (None, 0.0) to deliver at once (no bitrate, or no running loop)."""
+        if self.bitrate is None:
+            return None, 0.0
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None, 0.0
+        start = max(loop.time(), self._busy_until.get(self._name, 0.0))
+        end = start + (47 + 8 * dlc) / self.bitrate
+        self._busy_until[self._name] = end
+        return loop, end
 
     def _deliver(self, msg: can.Message) -> None:
+        if not self._open:       # shut down while the frame was on the wire
+            return
         self._rx.append(msg)
         os.eventfd_write(self._efd, 1)
 
@@ -87,5 +119,6 @@ class LoopBus(can.BusABC):
                     ends.remove(self)
                 if not ends:
                     self._channels.pop(self._name, None)
+                    self._busy_until.pop(self._name, None)
             os.close(self._efd)
         super().shutdown()

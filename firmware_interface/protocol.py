@@ -24,6 +24,8 @@ STATE_BASE = 0x180
 REF_BASE = 0x200
 HEARTBEAT_BASE = 0x700
 MAX_NODE_ID = 0x3F
+ROBOT_BITRATE = 1_000_000
+"""The robot's CAN bit rate, bit/s (500 kbit/s must also work)."""
 
 DLC = {"NMT": 2, "SYNC": 1, "EMCY": 4, "STATE": 8, "REF": 8, "HEARTBEAT": 1}
 

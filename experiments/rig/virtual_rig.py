@@ -42,7 +42,7 @@ class VirtualRig:
     the trial's clock (its time 0 is when the modules power up)."""
 
     def __init__(self, config: RigConfig, clock, deliver: Callable[[bytes], None],
-                 channel: str | None = None) -> None:
+                 channel: str | None = None, bitrate: int | None = None) -> None:
         if config.plant is None:
             raise ValueError("a virtual rig needs its plant (the simulated Aiko)")
         self.config = config
@@ -53,7 +53,7 @@ class VirtualRig:
         self.bank = ModuleBank(parts.modules)   # one compiled tick for all modules
         self.view = parts.view
         self.aiko = SimulatedAiko(parts.model, self.bank, parts.start_state)
-        self.bus = LoopBus(self.channel)
+        self.bus = LoopBus(self.channel, bitrate)
         self.joints = EmulatedJoints(self.bus, self.bank, clock=clock.now,
                                      after_tick=self._after_tick)
         self.sender = ViconUdpSender(config.udp_target, self.view.objects, clock,

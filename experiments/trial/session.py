@@ -64,6 +64,7 @@ from aiko.experiments.trial.processes import Child, ChildProcesses, python_modul
 from aiko.experiments.trial.runner import TrialResult, dbc_attachment, run_trial, trial_metadata
 from aiko.firmware_interface.faults import faults_by_node
 from aiko.firmware_interface.loop_bus import LoopBus
+from aiko.firmware_interface.protocol import ROBOT_BITRATE
 from aiko.model import SnakeModel, SnakeParams, SolverParams, kernels_cached, warm_up
 from aiko.model.errors import AikoError
 from aiko.model.scene import Scene
@@ -234,15 +235,16 @@ async def _virtual_session(config: SessionConfig, gait: Gait, report: SessionRep
     tc = config.trial
     clock = LoopClock()
     mocap = ViconUdpSource(tc.mocap_subject, clock)       # fed by the rig, no socket
+    bitrate = tc.bitrate or ROBOT_BITRATE    # the frames' time on the wire, as on CAN
     rig = VirtualRig(RigConfig(nodes=tc.nodes, faults=faults_by_node(list(plant_cfg.faults)),
                                plant=plant_cfg, mu_x=params.mu_x, mu_y=params.mu_y,
                                scene=config.scene),
-                     clock, mocap.take_datagram)
+                     clock, mocap.take_datagram, bitrate=bitrate)
     model = (InlineModel(SnakeModel(params, SolverParams(), config.scene), clock,
                          tc.mocap_rate) if config.parallel_model else None)
     report.children = {}
     report.plant = {"channel": rig.channel}
-    pc_end = LoopBus(rig.channel)
+    pc_end = LoopBus(rig.channel, bitrate)
     can_io = CanDriver(pc_end, clock)
     tc_run = replace(tc, can_interface="loop", can_channel=rig.channel)
     try:
