@@ -25,6 +25,7 @@ SimPy's discrete-event clock; here it runs a whole hardware-in-the-loop stack.
 from __future__ import annotations
 
 import asyncio
+import math
 import selectors
 import time
 from collections.abc import Coroutine
@@ -61,6 +62,10 @@ class _VirtualSelector(selectors.BaseSelector):
         self._loop.advance(timeout)
         return []
 
+    def readable(self) -> bool:
+        """Whether a registered descriptor is ready now (no waiting)."""
+        return bool(self._real.select(0))
+
     def close(self) -> None:
         self._real.close()
 
@@ -80,7 +85,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._now = 0.0
         self.advances = 0
         self.wall_start = time.time()
-        super().__init__(selector=_VirtualSelector(self))
+        self._polled = _VirtualSelector(self)
+        super().__init__(selector=self._polled)
 
     def time(self) -> float:
         return self._now
@@ -90,6 +96,20 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if dt > 0:
             self._now += dt
             self.advances += 1
+
+    def next_event(self) -> float:
+        """The loop time of the next thing the loop will do: now if a
+        callback is ready or a descriptor readable (a frame waiting on a loop
+        bus), else the earliest timer not cancelled (inf: none).
+        Until then nothing on the loop runs, so a party whose future no one
+        can observe before then may compute up to it at once (the simulated
+        Aiko's ticks between two frames). Reads asyncio's own queues of this
+        loop (``_ready``, ``_scheduled``)."""
+        # asyncio's BaseEventLoop keeps its ready callbacks and timers in these
+        if self._ready or self._polled.readable():  # type: ignore[attr-defined]
+            return self._now
+        timers = self._scheduled  # type: ignore[attr-defined]
+        return min((h.when() for h in timers if not h.cancelled()), default=math.inf)
 
 
 def in_virtual_time() -> bool:
@@ -125,6 +145,14 @@ class LoopClock:
     def ns(self) -> int:
         """Integer nanoseconds on the trial clock (log timestamps)."""
         return int(round(self.now() * 1e9))
+
+    def next_event(self) -> float:
+        """The trial time of the loop's next event
+        (:meth:`VirtualTimeLoop.next_event`); now on a loop that keeps real
+        time (anything may happen at any moment)."""
+        if isinstance(self._loop, VirtualTimeLoop):
+            return self._loop.next_event() - self._t0
+        return self.now()
 
     async def sleep_until(self, t: float, precise: bool = False) -> None:
         delay = t - self.now()

@@ -181,6 +181,24 @@ class ModuleBank(JointModules):
         if count < 0:         # a long interval: room for its events, then again
             self._events = np.zeros((-count, 5), dtype=np.int64)
             count = self._call(lo, hi, t)
+        return self._frames(lo, hi, t, count)
+
+    def ticked(self, t: float, count: int) -> list[Outgoing]:
+        """The frames of a tick of all modules to t (s) that compiled code
+        ran on :meth:`kernel_arrays` (``count``: the event rows its
+        ``bank_tick`` wrote), as :meth:`tick` sends them."""
+        out: list[Outgoing] = []
+        for frames in self._frames(0, len(self._modules), float(t), count).values():
+            out += frames
+        return out
+
+    @property
+    def babbling(self) -> bool:
+        """Whether a module babbles (a fault that sends at every tick)."""
+        return any(self._babbling)
+
+    def _frames(self, lo: int, hi: int, t: float, count: int) -> dict[int, list[Outgoing]]:
+        """The frames of modules lo..hi-1 after the kernel's tick to t."""
         sent: dict[int, list[Outgoing]] = {}
         e = 0
         for j in range(lo, hi):

@@ -12,6 +12,7 @@ import asyncio
 import heapq
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -67,12 +68,20 @@ class EmulatedJoints:
     def module(self, node: int) -> JointModule:
         return self.group.module(node)
 
+    def queue(self, items: list[Outgoing]) -> None:
+        """Frames to send, each at its time (``Outgoing.at``)."""
+        self._queue(items)
+
     def _queue(self, items: list[Outgoing]) -> None:
         for o in items:
             heapq.heappush(self._heap, (o.at, next(self._seq), o))
 
+    def next_due(self) -> float:
+        """When the earliest frame waiting to go out is due (inf: none)."""
+        return self._heap[0][0] if self._heap else math.inf
+
     def _flush(self, now: float) -> None:
-        while self._heap and self._heap[0][0] <= now:
+        while self._heap and self._heap[0][0] <= now + 1e-9:
             _, _, o = heapq.heappop(self._heap)
             ident, data = encode(o.frame)
             try:
@@ -94,9 +103,9 @@ class EmulatedJoints:
             now = self.clock()
             self._queue(self.group.power_up(now))
             self._flush(now)
-            next_tick = now + self.tick_period
+            next_tick = wake = now + self.tick_period
             while True:
-                wait = next_tick - self.clock()
+                wait = wake - self.clock()
                 received = []
                 if wait > 0:
                     # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a
@@ -129,5 +138,13 @@ class EmulatedJoints:
                         self.after_tick(now)
                     next_tick = max(next_tick + self.tick_period, now)
                 self._flush(now)
+                next_tick, wake = self._ahead(now, next_tick)
         finally:
             notifier.stop()
+
+    def _ahead(self, now: float, next_tick: float) -> tuple[float, float]:
+        """After serving at ``now``, with the next tick due at ``next_tick``:
+        (the next tick, when to wake next). Here: (next_tick, next_tick). A
+        service in virtual time may tick ahead of the clock where no one can
+        tell (:class:`~aiko.experiments.rig.virtual_rig.VirtualRig`)."""
+        return next_tick, next_tick

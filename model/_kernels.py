@@ -1507,7 +1507,7 @@ def _play_references(ang, motors, play, out):
                 out[i, 2 + k] = ang[i, 2 + k]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _advance(q, u, P, active, dP, refs, motors, play, par, sol, pegs, steps, n_steps, stats,
              work):
     """Run n_steps steps. refs (k, nJ, 4): k == 1 holds one set of references,
@@ -1524,7 +1524,9 @@ def _advance(q, u, P, active, dP, refs, motors, play, par, sol, pegs, steps, n_s
     the drives, J (see _step). Returns the number of steps taken, or a code
     below zero: BAD_STATE (a non-finite entry in q, u, P or dP) and BAD_REFS
     (in refs) before any step, DIVERGED (q or u not finite after the steps).
-    The step and its parts are inlined (see _sor_solve)."""
+    The step and its parts are inlined (see _sor_solve). Runs without the
+    GIL: a model stepping on another thread (the inline parallel model of
+    virtual time) overlaps the caller's."""
     if not (_finite(q) and _finite(u) and _finite(P) and _finite(dP)):
         return BAD_STATE
     if not (_finite(refs) and _finite(motors) and _finite(play)):

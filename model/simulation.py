@@ -293,8 +293,8 @@ class SnakeModel:
         return new
 
     def _run(self, state: SnakeState, n_steps: int, refs: np.ndarray,
-             motors: np.ndarray | None = None,
-             play: np.ndarray | None = None) -> tuple[SnakeState, StepStats]:
+             motors: np.ndarray | None = None, play: np.ndarray | None = None,
+             warn: bool = True) -> tuple[SnakeState, StepStats]:
         new = self._with_slots(state)
         stats = np.zeros(3, dtype=np.int64)
         work = np.zeros(n_steps)
@@ -308,7 +308,7 @@ class SnakeModel:
             raise self.kernel_error(done, state.t)
         new.t = state.t + n_steps * self.dt
         st = StepStats(n_steps, int(stats[0]), int(stats[1]), int(stats[2]), float(work.sum()))
-        if st.unconverged:
+        if st.unconverged and warn:
             warnings.warn(f"{st.unconverged} of {n_steps} steps reached the iteration cap "
                           f"({self.solver.max_iter}) of the {self.solver.solver} solver",
                           ConvergenceWarning, stacklevel=3)
@@ -341,13 +341,18 @@ class SnakeModel:
         ``refs`` (n-1, 4), as between two 10 Hz reference frames."""
         return self._run(state, self.steps_until(state, t_end), self._refs(refs, None)[:1])
 
-    def run_steps(self, state: SnakeState, refs_per_step) -> tuple[SnakeState, StepStats]:
-        """Take one step per row of ``refs_per_step`` (steps, n-1, 4)."""
+    def run_steps(self, state: SnakeState, refs_per_step, warn: bool = True
+                  ) -> tuple[SnakeState, StepStats]:
+        """Take one step per row of ``refs_per_step`` (steps, n-1, 4). Steps at
+        the solver's iteration cap give a ConvergenceWarning unless ``warn``
+        is False (a caller that counts them in the returned statistics: no
+        ``warnings.catch_warnings``, whose filters are not safe to change
+        from two threads at once)."""
         r = self._refs(refs_per_step, None)
-        return self._run(state, r.shape[0], r)
+        return self._run(state, r.shape[0], r, warn=warn)
 
-    def run_steps_through_play(self, state: SnakeState, motors, half, driven
-                               ) -> tuple[SnakeState, StepStats]:
+    def run_steps_through_play(self, state: SnakeState, motors, half, driven,
+                               warn: bool = True) -> tuple[SnakeState, StepStats]:
         """Take one step per row of ``motors`` (steps, n-1, 4) ``[theta_h,
         theta_v, speed_h, speed_v]``: motor angles (rad) and speeds (rad/s)
         behind free play of ``half`` (n-1, 2) rad either side. At each step's
@@ -355,7 +360,8 @@ class SnakeModel:
         its edge at the motor's speed, and exerts nothing on a link inside
         it or behind a motor that ``driven`` (n-1, 2) says is not driven
         (the paper's error sources VIII-F 1 and 2). The play is taken up or
-        left at every step, whatever the number of steps a call takes."""
+        left at every step, whatever the number of steps a call takes.
+        ``warn``: as :meth:`run_steps`."""
         nj = max(self.n - 1, 0)
         m = np.ascontiguousarray(motors, dtype=float)
         if m.ndim != 3 or m.shape[1:] != (nj, 4) or m.shape[0] < 1:
@@ -367,7 +373,7 @@ class SnakeModel:
             raise JointReferenceError(f"expected half the play (>= 0) and driven of shape "
                                       f"({nj}, 2), got {h.shape} and {d.shape}")
         play = np.concatenate([h, d.astype(float)], axis=1)
-        return self._run(state, m.shape[0], self._no_refs, m, play)
+        return self._run(state, m.shape[0], self._no_refs, m, play, warn)
 
     @cached_property
     def _no_motors(self) -> np.ndarray:

@@ -20,7 +20,10 @@ pegs, steps, no_refs) of :meth:`aiko.model.SnakeModel.kernel_inputs`;
 ``motion``: (theta_prev (j, 2), play (j, 4), Rs (n, 3, 3), ang (j, 4));
 ``counts`` (3,) int64 [steps, iterations, unconverged], updated;
 ``samples``: (t (k,), positions (k, n, 3), work (k,)) and ``ns`` (1,) int64
-the samples written, updated.
+the samples written, updated; ``attend`` (2,) int64: [1 to stop after a tick
+in which a module has frames to send (the simulated rig in virtual time
+sends them; offline 0: they are dropped), and on such a stop the tick's
+event rows].
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from aiko.model._kernels import _advance, _all_rotations, joint_angles
 
 OK = 0
 """plant_ticks's code: it stopped before a tick with a frame due, or at the end."""
+ATTENTION = 1
+"""plant_ticks's code: it stopped after a tick in which a module has frames to
+send (heartbeats, EMCY; only when asked to)."""
 EVENTS_FULL = -10
 """plant_ticks's code: the bank's event rows were too few for a tick."""
 
@@ -110,9 +116,10 @@ def _physics(t, clock, theta, speed, live, driving, enc_ok, link, body, kin, mot
 
 @njit(cache=True, error_model="numpy")
 def plant_ticks(t_event, end, tick, sample_dt, clock, bank, codes, events, body, kin, motion,
-                counts, samples, ns, dt):
+                counts, samples, ns, dt, attend):
     """Ticks of ``tick`` s from clock[0] until the next one would have a frame
-    due (t_event), or to ``end``: see the module docstring. Returns OK, or a
+    due (t_event), or to ``end``, or (``attend``) after one in which a module
+    has frames to send: see the module docstring. Returns OK, ATTENTION, or a
     code below zero (the step's, or EVENTS_FULL)."""
     (t_mod, live, driving, operational, clamped, holding, seen_sync, last_sync, enc_reported,
      next_hb, par_m, ideal, fault, theta, link, duty, speed, strength, enc_ok, reported,
@@ -125,15 +132,19 @@ def plant_ticks(t_event, end, tick, sample_dt, clock, bank, codes, events, body,
         if t_event <= t + 1e-12:
             return OK
         clock[0] = t
-        if bank_tick(0, n, t, t_mod, live, driving, operational, clamped, holding, seen_sync,
-                     last_sync, enc_reported, next_hb, par_m, ideal, fault, theta, link, duty,
-                     speed, strength, enc_ok, reported, target, omega, sat_since, cur_lim,
-                     codes, events, n_sub, t_start, attention) < 0:
+        rows = bank_tick(0, n, t, t_mod, live, driving, operational, clamped, holding,
+                         seen_sync, last_sync, enc_reported, next_hb, par_m, ideal, fault, theta,
+                         link, duty, speed, strength, enc_ok, reported, target, omega, sat_since,
+                         cur_lim, codes, events, n_sub, t_start, attention)
+        if rows < 0:
             return EVENTS_FULL
         code = _physics(t, clock, theta, speed, live, driving, enc_ok, link, body, kin, motion,
                         counts, dt)
         if code < 0:
             return code
+        if attend[0] == 1 and attention.any():
+            attend[1] = rows
+            return ATTENTION
         while clock[3] <= clock[1] + 1e-9 and ns[0] < s_t.shape[0]:
             k = ns[0]
             s_t[k] = clock[3]

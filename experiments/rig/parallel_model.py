@@ -37,7 +37,6 @@ import json
 import math
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +44,6 @@ import numpy as np
 from aiko.control.gait import JOINT_LIMIT
 from aiko.drivers.priority import REALTIME_PRIORITY, RealtimeGovernor, freeze_heap
 from aiko.model import (
-    ConvergenceWarning,
     SnakeModel,
     SnakeParams,
     SnakeState,
@@ -183,9 +181,7 @@ class ParallelModel:
                 t_k, r = self._current
                 refs = ramped_references(r, times - t_k, self.limit)
             w0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)  # counted below
-                self.state, st = self.model.run_steps(self.state, refs)
+            self.state, st = self.model.run_steps(self.state, refs, warn=False)  # counted below
             self.wall += time.perf_counter() - w0
             self.steps += st.steps
             self.iterations += st.iterations

@@ -23,10 +23,10 @@ references as the modules apply them on SYNC.
 
 from __future__ import annotations
 
-import warnings
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from aiko.firmware_interface.codec import Nmt, Ref, Sync, encode
 from aiko.firmware_interface.emulator import JointModelParams, JointModule
 from aiko.firmware_interface.group import JointModules, Motors
 from aiko.firmware_interface.protocol import NmtCommand
-from aiko.model import ConvergenceWarning, SnakeModel, SnakeParams, SnakeState
+from aiko.model import SnakeModel, SnakeParams, SnakeState
 from aiko.model.errors import ParameterError
 
 __all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz", "drive_plant",
@@ -185,10 +185,8 @@ class SimulatedAiko:
         if m <= 0:
             return 0
         motors = self.step_motors(m, total)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # counted: self.unconverged
-            self.state, st = self.model.run_steps_through_play(self.state, motors, self._half,
-                                                               self.group.motors_driven())
+        self.state, st = self.model.run_steps_through_play(   # counted: self.unconverged
+            self.state, motors, self._half, self.group.motors_driven(), warn=False)
         self.steps += st.steps
         self.iterations += st.iterations
         self.unconverged += st.unconverged
@@ -196,6 +194,62 @@ class SimulatedAiko:
         self._angles = self.model.joint_angles(self.state)
         self.group.set_link_angles(self._angles)
         return m
+
+
+    def run_ticks(self, t_last: float, stop: float, tick: float) -> tuple[float, int]:
+        """The modules' ticks every ``tick`` s after ``t_last`` (the last
+        tick, which the physics has reached) that fall before ``stop``, each
+        followed by :meth:`advance` to it, compiled in one call
+        (:func:`~aiko.experiments.rig._plant_loop.plant_ticks`, whose readable
+        twin is the bank's :meth:`~aiko.firmware_interface.bank.ModuleBank.tick`
+        then :meth:`advance`, tick by tick). It stops after a tick in which a
+        module has frames to send. The modules are a
+        :class:`~aiko.firmware_interface.bank.ModuleBank`, and no record of the
+        motors is kept (:meth:`note_motors`): the physics is at each tick's
+        time before the next. Returns (the last tick's time, and for a tick
+        with frames to send its event rows for the bank's
+        :meth:`~aiko.firmware_interface.bank.ModuleBank.ticked`, else -1);
+        ``t_last`` when no tick falls before ``stop``."""
+        from aiko.experiments.rig._plant_loop import ATTENTION, plant_ticks
+
+        bank = self.group
+        assert isinstance(bank, ModuleBank), "compiled ticks need a ModuleBank"
+        if t_last + tick >= stop - 1e-12:
+            return t_last, -1
+        state, par, sol, pegs, steps = self.model.kernel_inputs(self.state)
+        nj = len(bank)
+        arrays, codes, events = bank.kernel_arrays(stop)
+        clock = np.array([t_last, state.t, 0.0, np.inf])
+        theta_prev = np.array(self._theta, dtype=float)
+        ang = np.empty((nj, 4))
+        motion = (theta_prev, np.column_stack([self._half, np.ones((nj, 2))]),
+                  np.empty((self.model.n, 3, 3)), ang)
+        counts = np.zeros(3, dtype=np.int64)
+        attend = np.array([1, -1], dtype=np.int64)
+        code = plant_ticks(stop, np.inf, tick, np.inf, clock, arrays, codes, events,
+                           (state.q, state.u, state.P, state.active, state.dP),
+                           (par, sol, pegs, steps, self._no_refs), motion, counts,
+                           _NO_SAMPLES, np.zeros(1, dtype=np.int64), self.model.dt, attend)
+        if code < 0:
+            _plant_failed(code, self.model, clock)
+        if counts[0] > 0:
+            state.t = float(clock[1])
+            self.state = state
+            self._theta = theta_prev
+            self._angles = ang
+        self.steps += int(counts[0])
+        self.iterations += int(counts[1])
+        self.unconverged += int(counts[2])
+        self.work += float(clock[2])
+        return float(clock[0]), int(attend[1]) if code == ATTENTION else -1
+
+    @cached_property
+    def _no_refs(self) -> np.ndarray:
+        return np.zeros((1, self.model.n - 1, 4))
+
+
+_NO_SAMPLES = (np.zeros(0), np.zeros((0, 1, 3)), np.zeros(0))
+"""plant_ticks's samples when none are taken (the rig records its own)."""
 
 
 def euler_xyz(R: np.ndarray) -> np.ndarray:
@@ -338,11 +392,12 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     ns = np.ones(1, dtype=np.int64)
     clock = np.array([0.0, 0.0, 0.0, sample_dt])
     counts = np.zeros(3, dtype=np.int64)
+    no_attention = np.zeros(2, dtype=np.int64)   # offline: the modules' frames are dropped
     k, counter = 0, 0
     while clock[0] < end - 1e-12:
         t_event = float(t_refs[k]) if k < len(t_refs) else np.inf
         code = plant_ticks(t_event, end, PLANT_TICK, sample_dt, clock, bank, codes, events,
-                           body, kin, motion, counts, samples, ns, model.dt)
+                           body, kin, motion, counts, samples, ns, model.dt, no_attention)
         if code < 0:
             _plant_failed(code, model, clock)
         t = min(clock[0] + PLANT_TICK, end)

@@ -114,3 +114,45 @@ def test_the_loop_is_a_real_selector_loop_underneath():
         assert loop.time() == pytest.approx(3.5)
     finally:
         loop.close()
+
+
+def test_next_event_is_the_earliest_live_timer_or_now_when_something_waits():
+    """What a party may compute ahead of the clock up to: the next timer not
+    cancelled; now while a callback is ready or a frame waits on a loop bus."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        clock = LoopClock()
+        seen = []
+        await clock.sleep_until(2.0)
+        later = loop.call_later(0.5, lambda: None)
+        early = loop.call_later(0.25, lambda: None)
+        seen.append(clock.next_event())            # 2.25: the earliest
+        early.cancel()
+        seen.append(clock.next_event())            # 2.5: the cancelled one does not count
+        loop.call_soon(lambda: None)
+        seen.append(clock.next_event())            # 2.0: a callback is ready
+        await asyncio.sleep(0)
+        a, b = LoopBus("vt-next"), LoopBus("vt-next")
+        reader = BusReader(b, [can.BufferedReader()], loop)
+        a.send(can.Message(arbitration_id=1, is_extended_id=False))
+        seen.append(clock.next_event())            # 2.0: a frame waits on b
+        for _ in range(3):                         # the reader's turn comes
+            await asyncio.sleep(0)
+        seen.append(clock.next_event())            # 2.5: the frame was taken
+        reader.stop()
+        a.shutdown()
+        b.shutdown()
+        later.cancel()
+        return seen
+
+    assert run_virtual(main()) == [2.25, 2.5, 2.0, 2.0, 2.5]
+
+
+def test_next_event_on_a_real_loop_is_now():
+    async def main():
+        clock = LoopClock()
+        asyncio.get_running_loop().call_later(10.0, lambda: None)
+        before = clock.now()
+        return clock.next_event() - before
+
+    assert 0.0 <= asyncio.run(main()) < 0.5

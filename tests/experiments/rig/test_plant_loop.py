@@ -67,3 +67,40 @@ def test_a_diverging_plant_raises_as_its_twin_does():
     with pytest.raises(StateError, match="diverged") as compiled:
         drive_plant(bad, state, t_refs, refs, 1.0, 0.05, "module")
     assert str(compiled.value) == str(twin.value) and "dt = 0.05 s" in str(twin.value)
+
+
+def test_ticks_run_ahead_are_the_bank_ticked_and_the_plant_advanced_tick_by_tick():
+    """SimulatedAiko.run_ticks (the virtual rig's ticks between the loop's
+    events) against the bank's tick and advance one by one: the same state to
+    the last bit, stopping after the first tick with frames to send (the
+    modules' heartbeats), whose frames the bank gives as its tick does."""
+    from aiko.experiments.rig.plant import PLANT_TICK, SimulatedAiko, _send_period, _started_bank
+
+    model, state, t_refs, refs = _case("sidewinding", 0.5)
+    runs = []
+    for ahead in (False, True):
+        bank = _started_bank(model, math.radians(4.0), "module")
+        aiko = SimulatedAiko(model, bank, state.copy())
+        aiko.state.t = 0.0
+        _send_period(bank, 0.0, refs[0], 0)      # the first period, then ticks from 0
+        t, frames = 0.0, []
+        if ahead:
+            t, rows = aiko.run_ticks(0.0, 0.5, PLANT_TICK)
+            frames = bank.ticked(t, rows) if rows >= 0 else []
+        else:
+            while not frames and t < 0.5 - 1e-12:
+                t += PLANT_TICK
+                frames = bank.tick(t)
+                aiko.advance(t)
+        runs.append((t, frames, aiko, bank))
+    (t_a, f_a, a, bank_a), (t_b, f_b, b, bank_b) = runs
+    assert t_a == t_b and 0.05 < t_b < 0.5 and [o.frame for o in f_a] == [o.frame for o in f_b]
+    assert len(f_b) == 10                           # a heartbeat from each module
+    for name in ("q", "u", "P", "active", "dP"):
+        np.testing.assert_array_equal(getattr(a.state, name), getattr(b.state, name))
+    assert (a.state.t, a.steps, a.iterations, a.unconverged, a.work) == \
+        (b.state.t, b.steps, b.iterations, b.unconverged, b.work)
+    np.testing.assert_array_equal(a.joint_angles(), b.joint_angles())
+    np.testing.assert_array_equal(bank_a.motor_angles(), bank_b.motor_angles())
+    np.testing.assert_array_equal(bank_a.link_angles(), bank_b.link_angles())
+    assert a.run_ticks(t_a, t_a + 0.5 * PLANT_TICK, PLANT_TICK) == (t_a, -1)   # none before stop
