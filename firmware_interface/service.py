@@ -133,18 +133,24 @@ class EmulatedJoints:
                 if received:
                     self._flush(now)   # the answers first: a tick due now waits for them
                 if now >= next_tick:
-                    self._queue(self.group.tick(now))
-                    if self.after_tick is not None:
-                        self.after_tick(now)
-                    next_tick = max(next_tick + self.tick_period, now)
+                    next_tick = self._serve_tick(now, next_tick)
                 self._flush(now)
                 next_tick, wake = self._ahead(now, next_tick)
         finally:
             notifier.stop()
 
+    def _serve_tick(self, now: float, next_tick: float) -> float:
+        """The modules' tick due at ``next_tick``, served at ``now``: its
+        frames queued, ``after_tick`` called. Returns the next tick's time."""
+        self._queue(self.group.tick(now))
+        if self.after_tick is not None:
+            self.after_tick(now)
+        return max(next_tick + self.tick_period, now)
+
     def _ahead(self, now: float, next_tick: float) -> tuple[float, float]:
         """After serving at ``now``, with the next tick due at ``next_tick``:
         (the next tick, when to wake next). Here: (next_tick, next_tick). A
         service in virtual time may tick ahead of the clock where no one can
-        tell (:class:`~aiko.experiments.rig.virtual_rig.VirtualRig`)."""
+        tell (:class:`~aiko.experiments.rig.virtual_rig.VirtualRig`), the
+        tick due now too if :meth:`_serve_tick` left it."""
         return next_tick, next_tick

@@ -42,7 +42,13 @@ from aiko.model import SnakeModel, SnakeParams, SnakeState
 from aiko.model.errors import ParameterError
 
 __all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz", "drive_plant",
-           "drive_plant_reference", "warm_up_plant", "PlantRun", "PLANT_TICK"]
+           "drive_plant_reference", "warm_up_plant", "PlantRun", "PLANT_TICK", "SAME_TIME"]
+
+SAME_TIME = 1e-9
+"""Times closer than this (s) are one. The physics' time (a sum of its steps)
+and a clock's (a sum of the loop's jumps) drift apart by round-off: 1.8e-12 s
+after 15 s, which a tolerance of 1e-12 let a camera frame of the state of its
+own time miss."""
 
 RECORD_START = 64
 """Entries the simulated Aiko's motor record holds before it grows (it keeps
@@ -308,7 +314,7 @@ class MocapView:
         due = t - self.latency
         chosen = None
         for entry in self._history:
-            if entry[0] <= due + 1e-12:
+            if entry[0] <= due + SAME_TIME:
                 chosen = entry
             else:
                 break

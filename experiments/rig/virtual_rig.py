@@ -37,7 +37,7 @@ from aiko.firmware_interface.dbc import load_database
 from aiko.firmware_interface.loop_bus import LoopBus
 from aiko.firmware_interface.service import EmulatedJoints
 
-from .plant import SimulatedAiko
+from .plant import SAME_TIME, SimulatedAiko
 from .simrig import RigConfig, rig_parts
 
 __all__ = ["VirtualRig", "AHEAD", "MAX_AHEAD"]
@@ -49,9 +49,7 @@ from the loop, one by one)."""
 
 MAX_AHEAD = 1.0
 """The longest run of ticks computed in one call (s of trial time)."""
-AT_ONCE = 1e-9
-"""Times closer than this (s) are one: a tick at the time of the loop's next
-event (motion capture's next frame, say) runs before that event."""
+
 
 
 class _JointsAhead(EmulatedJoints):
@@ -62,8 +60,18 @@ class _JointsAhead(EmulatedJoints):
         super().__init__(rig.bus, rig.bank, clock=rig.clock.now, after_tick=rig._after_tick)
         self._rig = rig
 
+    def _serve_tick(self, now: float, next_tick: float) -> float:
+        if self._rig.takes_due_ticks():
+            return next_tick        # _ahead runs it, compiled with those after it
+        return super()._serve_tick(now, next_tick)
+
     def _ahead(self, now: float, next_tick: float) -> tuple[float, float]:
-        return self._rig.tick_ahead(now, next_tick)
+        after, wake = self._rig.tick_ahead(now, next_tick)
+        if after == next_tick <= now:     # a tick due now that no compiled call ran
+            after = super()._serve_tick(now, next_tick)
+            self._flush(now)
+            return after, after
+        return after, wake
 
 
 class VirtualRig:
@@ -113,16 +121,26 @@ class VirtualRig:
         self.aiko.advance(now)
         self.view.record(self.aiko.t, self.aiko.positions(), self.aiko.rotations())
 
+    def takes_due_ticks(self) -> bool:
+        """Whether :meth:`tick_ahead` runs a tick due now (compiled, before the
+        ticks after it): always, but where a module babbles (a frame at every
+        tick) or motion capture shows the past (its latency: a frame may need
+        a state from before the next event, which a tick due now must record
+        from the loop)."""
+        return not self.bank.babbling and self.view.latency == 0
+
     def tick_ahead(self, now: float, next_tick: float) -> tuple[float, float]:
         """After the modules' service served at ``now``: the ticks from
-        ``next_tick`` on that fall before the loop's next event (less the
-        motion capture's latency, so that every state a frame may show is
-        recorded), compiled. Returns (the next tick, when the service wakes:
-        at the last tick's time if it left frames to send)."""
+        ``next_tick`` on (a tick due now among them, :meth:`takes_due_ticks`)
+        that fall before the loop's next event (less the motion capture's
+        latency, so that every state a frame may show is recorded), compiled.
+        Returns (the next tick, when the service wakes: at the last tick's
+        time if it left frames to send)."""
         tick = self.joints.tick_period
-        # a tick at the next event's time (within round-off) comes before it
+        # a tick at the next event's time (within SAME_TIME) comes before it: a
+        # frame of motion capture then shows the state of its own time
         stop = min(self.clock.next_event(), self.joints.next_due(), now + MAX_AHEAD)
-        stop += AT_ONCE - self.view.latency
+        stop += SAME_TIME - self.view.latency
         if self.bank.babbling or next_tick >= stop - 1e-12:
             return next_tick, next_tick
         t_last, rows = self.aiko.run_ticks(next_tick - tick, stop, tick)

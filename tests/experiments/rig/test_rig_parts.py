@@ -326,6 +326,19 @@ def test_mocap_view_latency_and_noise():
     assert MocapView(latency=1.0).objects(0.5) is None
 
 
+def test_a_frame_shows_the_state_of_its_time_through_round_off():
+    """The physics' time (a sum of steps) and the clock's drift apart by
+    round-off (1.8e-12 s after 15 s of a virtual trial): the state of the tick
+    at a frame's time is that frame's, its time a round-off later or not; a
+    state 2 ms later is not (and latency 0 keeps only the newest)."""
+    view = MocapView()
+    R = np.eye(3)[None]
+    view.record(13.000000000002, np.array([[0.5, 0, 0]]), R)    # the tick at 13 s
+    assert view.objects(13.0)["link1"][0] == pytest.approx(500.0)
+    view.record(13.002, np.array([[0.6, 0, 0]]), R)              # the next one is not
+    assert view.objects(13.0) is None
+
+
 def test_mocap_view_holds_back_frames_the_physics_has_not_reached():
     view = MocapView(latency=0.005, max_age=0.010)
     R = np.repeat(np.eye(3)[None], 1, axis=0)
