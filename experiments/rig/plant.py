@@ -46,9 +46,8 @@ __all__ = ["PlantParams", "SimulatedAiko", "MocapView", "euler_xyz", "drive_plan
 
 SAME_TIME = 1e-9
 """Times closer than this (s) are one. The physics' time (a sum of its steps)
-and a clock's (a sum of the loop's jumps) drift apart by round-off: 1.8e-12 s
-after 15 s, which a tolerance of 1e-12 let a camera frame of the state of its
-own time miss."""
+and a clock's (a sum of the loop's jumps) drift apart by round-off (1.8e-12 s
+after 15 s of a virtual trial)."""
 
 RECORD_START = 64
 """Entries the simulated Aiko's motor record holds before it grows (it keeps
@@ -273,7 +272,10 @@ class MocapView:
 
     ``record(t, positions_m, rotations)`` after each physics update;
     ``objects(t)`` gives {"link1": (x, y, z mm, rx, ry, rz), ...} as of t -
-    latency (None before anything that old was recorded), then the ``fixed``
+    latency: the newest state recorded before that time (a state recorded
+    at that very time, within :data:`SAME_TIME`, is the next frame's, so
+    that a frame does not depend on whether the physics' update of its
+    instant came first; None before anything that old), then the ``fixed``
     objects (name -> (x, y, z mm)), e.g. the scene's pegs (:func:`peg_objects`),
     with the same noise. ``occluded``: windows (t0, t1) of capture time (t -
     latency) in which no link is seen (the fixed objects stay).
@@ -306,15 +308,16 @@ class MocapView:
         """The links' positions (n, 3) m and rotations (n, 3, 3) at t (s); kept
         as given (not copied) and converted only for the frames sent."""
         self._history.append((t, positions, rotations))
-        # keep what the latency still needs, and at least the newest entry
-        while len(self._history) > 1 and self._history[1][0] <= t - self.latency:
+        # keep what a frame due at t - latency or later may show
+        while (len(self._history) > 1
+               and self._history[1][0] < t - self.latency - SAME_TIME):
             self._history.popleft()
 
     def objects(self, t: float) -> dict[str, tuple[float, ...]] | None:
         due = t - self.latency
         chosen = None
         for entry in self._history:
-            if entry[0] <= due + SAME_TIME:
+            if entry[0] < due - SAME_TIME:
                 chosen = entry
             else:
                 break

@@ -137,10 +137,13 @@ class VirtualRig:
         Returns (the next tick, when the service wakes: at the last tick's
         time if it left frames to send)."""
         tick = self.joints.tick_period
-        # a tick at the next event's time (within SAME_TIME) comes before it: a
-        # frame of motion capture then shows the state of its own time
+        # the ticks before the next event (a tick at its time is not: the
+        # event may be a frame of motion capture, which shows the state before
+        # its time), and a tick due now (which no frame of now shows)
         stop = min(self.clock.next_event(), self.joints.next_due(), now + MAX_AHEAD)
-        stop += SAME_TIME - self.view.latency
+        stop -= SAME_TIME + self.view.latency
+        if next_tick <= now + SAME_TIME and self.takes_due_ticks():
+            stop = max(stop, next_tick + SAME_TIME)
         if self.bank.babbling or next_tick >= stop - 1e-12:
             return next_tick, next_tick
         t_last, rows = self.aiko.run_ticks(next_tick - tick, stop, tick)

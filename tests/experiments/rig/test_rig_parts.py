@@ -319,24 +319,27 @@ def test_mocap_view_latency_and_noise():
         view.record(0.01 * k, np.array([[0.01 * k, 0, 0], [0, 0, 0]]), R)
     objs = view.objects(0.19)
     assert set(objs) == {"link1", "link2"}
-    assert objs["link1"][0] == pytest.approx(140.0, abs=3.0)    # 50 ms old, in mm
+    # the newest state before 0.14 s (50 ms old), in mm
+    assert objs["link1"][0] == pytest.approx(130.0, abs=3.0)
     assert view.objects(0.19)["link1"][0] != objs["link1"][0]   # fresh noise each time
     noise = np.array([view.objects(0.19)["link2"][:3] for _ in range(2000)])
     assert abs(noise.mean()) < 0.05 and noise.std() == pytest.approx(0.5, rel=0.1)
     assert MocapView(latency=1.0).objects(0.5) is None
 
 
-def test_a_frame_shows_the_state_of_its_time_through_round_off():
-    """The physics' time (a sum of steps) and the clock's drift apart by
-    round-off (1.8e-12 s after 15 s of a virtual trial): the state of the tick
-    at a frame's time is that frame's, its time a round-off later or not; a
-    state 2 ms later is not (and latency 0 keeps only the newest)."""
-    view = MocapView()
+def test_a_frame_shows_the_state_before_its_time_whatever_came_first():
+    """A frame at t shows the newest state recorded before t. The tick at t
+    itself, its time a round-off off t either way (the physics' time and the
+    clock's drift apart by 1.8e-12 s in 15 s), is the next frame's, whether
+    it was recorded before the frame was taken or after."""
     R = np.eye(3)[None]
-    view.record(13.000000000002, np.array([[0.5, 0, 0]]), R)    # the tick at 13 s
-    assert view.objects(13.0)["link1"][0] == pytest.approx(500.0)
-    view.record(13.002, np.array([[0.6, 0, 0]]), R)              # the next one is not
-    assert view.objects(13.0) is None
+    for drift in (2e-12, -2e-12):
+        view = MocapView()
+        view.record(12.998, np.array([[0.4, 0, 0]]), R)
+        before = view.objects(13.0)["link1"][0]        # the tick at 13 s not yet recorded
+        view.record(13.0 + drift, np.array([[0.5, 0, 0]]), R)
+        assert before == view.objects(13.0)["link1"][0] == pytest.approx(400.0)
+        assert view.objects(13.002)["link1"][0] == pytest.approx(500.0)
 
 
 def test_mocap_view_holds_back_frames_the_physics_has_not_reached():

@@ -77,24 +77,21 @@ def test_two_virtual_runs_give_the_same_records(twice):
 
 def test_ticks_run_ahead_compiled_are_the_ticks_served_one_by_one(twice, tmp_path, monkeypatch):
     """The simulated Aiko's ticks between the loop's events, compiled ahead of
-    the clock, send and receive every CAN frame and STATE the ticks served one
-    by one from the loop do, bit for bit. Motion capture shows the same robot:
-    a frame's physics agrees to round-off, but where two things fall at one
-    instant (a frame and a tick, a trial's sample and a frame) the loop's
-    timers may take them in either order, which moves a frame by one tick
-    (0.2 mm at 10 cm/s) or a sample to the next frame."""
+    the clock, give the trial the ticks served one by one from the loop give,
+    bit for bit: every CAN frame both ways, STATE, period and model sample, and
+    every motion-capture frame. Only where a trial's 20 Hz sample and a
+    100 Hz frame fall at one instant may the loop's timers take them in either
+    order, so a sample may take the frame before."""
     (_, ahead, a), _ = twice
     monkeypatch.setattr(virtual_rig, "AHEAD", False)
     _, each, b = virtual_trial(tmp_path / "each.mcap", duration=4.0)
     ticks = 4.3 / 0.002                  # the trial's span, with the start before the gait
-    assert ahead.plant["ticks_ahead"] > 0.6 * ticks and each.plant["ticks_ahead"] == 0
-    for channel in ("/can/rx", "/can/tx", "/joint_state"):
-        assert len(a.records[channel]) > 400 and a.records[channel] == b.records[channel]
+    assert ahead.plant["ticks_ahead"] > 0.95 * ticks and each.plant["ticks_ahead"] == 0
+    for channel in ("/can/rx", "/can/tx", "/joint_state", "/references", "/model"):
+        assert len(a.records[channel]) > 40 and a.records[channel] == b.records[channel]
     pairs = [(x, y) for (_, x), (_, y) in zip(a.records["/mocap"], b.records["/mocap"],
                                               strict=True) if x["frame"] == y["frame"]]
-    d = np.array([np.hypot(x["x"] - y["x"], x["y"] - y["y"]) for x, y in pairs])
-    assert len(pairs) >= 0.9 * len(a.records["/mocap"])
-    assert np.median(d) < 1e-9 and d.max() < 5e-4
+    assert len(pairs) >= len(a.records["/mocap"]) - 3 and all(x == y for x, y in pairs)
 
 
 def test_a_fault_fires_at_its_time_and_is_detected_at_the_same_trial_time(tmp_path):
