@@ -1525,8 +1525,7 @@ def _advance(q, u, P, active, dP, refs, motors, play, par, sol, pegs, steps, n_s
     below zero: BAD_STATE (a non-finite entry in q, u, P or dP) and BAD_REFS
     (in refs) before any step, DIVERGED (q or u not finite after the steps).
     The step and its parts are inlined (see _sor_solve). Runs without the
-    GIL: a model stepping on another thread (the inline parallel model of
-    virtual time) overlaps the caller's."""
+    GIL: models stepped on threads of one process run at once."""
     if not (_finite(q) and _finite(u) and _finite(P) and _finite(dP)):
         return BAD_STATE
     if not (_finite(refs) and _finite(motors) and _finite(play)):

@@ -4,16 +4,11 @@ runs, stepped where the references arrive, behind the interface of
 :class:`~aiko.experiments.trial.model_link.ModelLink`.
 
 Each period's references simulate the model up to their send time with the
-previous period's (as the process does). The model steps on a thread of its
-own (its kernel runs without the GIL) while the trial goes on: on a machine
-with a core to spare, the model's physics and the simulated Aiko's overlap.
-A period's samples are taken when the next period's references arrive (or
-at the end), and go to ``on_sample`` then, with their lag on the trial clock
-(up to two periods: a sample is made when the references after it arrive,
-and handed on a period later). The points where samples are handed on are
-times of the trial clock, so the same trial gives the same samples at the
-same trial times on any machine. ``overlap=False`` steps on the loop
-instead, and hands each period's samples on at once.
+previous period's (as the process does); its samples go to ``on_sample`` at
+once, with their lag on the trial clock (up to one period: a sample is made
+when the references after it arrive). In virtual time the trial's clock does
+not move while the model steps, so the model never falls behind the trial;
+the same trial gives the same samples on any machine.
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -37,19 +31,14 @@ log = logging.getLogger(__name__)
 
 
 class InlineModel(ModelSamples):
-    """See the module docstring; ``rate``: samples a second of trial time;
-    ``overlap``: step on the model's own thread (default)."""
+    """See the module docstring; ``rate``: samples a second of trial time."""
 
     def __init__(self, model: SnakeModel, clock, rate: float = 20.0,
                  on_sample: Callable[[float, np.ndarray, float], None] | None = None,
-                 on_event: Callable[[str, dict], None] | None = None,
-                 overlap: bool = True) -> None:
+                 on_event: Callable[[str, dict], None] | None = None) -> None:
         super().__init__(clock, on_sample, on_event)
         self.pm = ParallelModel(model, rate)
         self._ended = asyncio.Event()
-        self._pool = (ThreadPoolExecutor(1, thread_name_prefix="aiko-inline-model")
-                      if overlap else None)
-        self._pending: Future | None = None
 
     @property
     def alive(self) -> bool:
@@ -59,47 +48,18 @@ class InlineModel(ModelSamples):
         for s in samples:
             self.took(s.t, np.asarray(s.positions, dtype=float))
 
-    def _failed(self, exc: AikoError) -> None:
-        """The model stopped on ``exc``; the trial goes on."""
-        self.stopped = str(exc)
-        log.warning("parallel model stopped: %s", exc)
-        self.on_event("model_error", {"error": str(exc)})
-        self.on_event("model_stopped", {"reason": str(exc), "pid": None})
-        self._ended.set()
-
-    def _collect(self) -> None:
-        """The samples of the step in flight, once it is done (waiting for it)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return
-        try:
-            self._emit(pending.result())
-        except AikoError as exc:
-            self._failed(exc)
-
     def _guarded(self, step: Callable[[], list[ModelSample]]) -> None:
-        """A step of the model, after the last one's samples; a failure stops
-        the model, never the trial."""
+        """A step of the model; a failure stops the model, never the trial."""
         if self.stopped is not None or self.done is not None:
-            return
-        self._collect()
-        if self.stopped is not None:
-            return
-        if self._pool is not None:
-            self._pending = self._pool.submit(step)
             return
         try:
             self._emit(step())
         except AikoError as exc:
-            self._failed(exc)
-
-    def close(self) -> None:
-        """End the model's thread (after the step in flight, whose samples
-        are dropped); idempotent."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-        self._pending = None
+            self.stopped = str(exc)
+            log.warning("parallel model stopped: %s", exc)
+            self.on_event("model_error", {"error": str(exc)})
+            self.on_event("model_stopped", {"reason": str(exc), "pid": None})
+            self._ended.set()
 
     def start(self, t0: float, q0: np.ndarray, source: str) -> None:
         self.started = True
@@ -115,8 +75,6 @@ class InlineModel(ModelSamples):
         if not self.started or self.done is not None:
             return
         self._guarded(lambda: self.pm.finish(t_end))
-        self._collect()
-        self.close()
         if self.stopped is None:   # its wall time stays out of the records
             self.done = {k: v for k, v in self.pm.stats().items() if k != "wall_s"}
             self.on_event("model_done", self.done)
@@ -124,12 +82,8 @@ class InlineModel(ModelSamples):
 
     async def run(self) -> None:
         """Wait until the model is done or stopped (the trial's ``model`` task;
-        the stepping happens where the references arrive); the model's
-        thread ends with it."""
-        try:
-            await self._ended.wait()
-        finally:
-            self.close()
+        the stepping happens where the references arrive)."""
+        await self._ended.wait()
 
     async def finish(self, t_end: float, timeout: float = 120.0) -> bool:
         """Simulate to ``t_end`` unless :meth:`end` did; True once done."""

@@ -1,8 +1,5 @@
-"""The parallel model inline, for virtual time: stepping on its own thread
-gives the samples stepping on the loop gives, bit for bit, handed on one
-period later, and a failure stops the model, never its caller."""
-
-import threading
+"""The parallel model inline, for virtual time: each period's samples are
+handed on at once, and a failure stops the model, never its caller."""
 
 import numpy as np
 
@@ -14,18 +11,18 @@ from aiko.model import SnakeModel, SnakeParams
 PERIOD = 0.1
 
 
-def drive(overlap: bool, periods: int = 6, bad_at: int | None = None):
+def drive(periods: int = 6, bad_at: int | None = None):
     """A four-link model started at 0 and sent ``periods`` periods of
     sidewinding's references PERIOD apart (NaN at period ``bad_at``), then
-    ended: the samples (time handed on, sample time, positions bytes), the
-    events and the model."""
+    ended: the samples (time handed on, sample time), the events and the
+    model."""
     clock = VirtualClock()
     handed: list = []
     events: list = []
     model = SnakeModel(SnakeParams(n=4))
     inline = InlineModel(model, clock, 20.0,
-                         on_sample=lambda t, p, lag: handed.append((clock.now(), t, p.tobytes())),
-                         on_event=lambda kind, data: events.append(kind), overlap=overlap)
+                         on_sample=lambda t, p, lag: handed.append((clock.now(), t)),
+                         on_event=lambda kind, data: events.append(kind))
     inline.start(0.0, model.initial_state().q, "test")
     for k in range(periods):
         clock.advance(PERIOD)
@@ -36,24 +33,17 @@ def drive(overlap: bool, periods: int = 6, bad_at: int | None = None):
     return handed, events, inline
 
 
-def test_the_models_thread_gives_the_same_samples_a_period_later():
-    on, events_on, inline = drive(overlap=True)
-    off, events_off, _ = drive(overlap=False)
-    assert [s[1:] for s in on] == [s[1:] for s in off] and len(on) == 15
-    calls = sorted({s[0] for s in off})          # the calls' times: 0 ... 0.7
-    end = calls[-1]
-    # a sample made at one call is handed on at the next (the end's at the end)
-    later = [calls[calls.index(t) + 1] if t != end else end for t, _, _ in off]
-    assert [s[0] for s in on] == later
-    assert events_on == events_off == ["model_started", "model_done"]
-    assert inline.done == drive(overlap=False)[2].done
-    assert not [t for t in threading.enumerate() if t.name.startswith("aiko-inline-model")]
+def test_each_periods_samples_are_handed_on_at_once():
+    handed, events, inline = drive()
+    assert len(handed) == 15 and events == ["model_started", "model_done"]
+    # a sample is made when the references after it arrive, at most a period later
+    assert all(-1e-9 <= now - t <= PERIOD + 1e-9 for now, t in handed)
+    assert inline.done is not None and inline.done["steps"] == 700
 
 
-def test_a_failing_step_on_the_thread_stops_the_model_not_the_caller():
-    handed, events, inline = drive(overlap=True, bad_at=2)
+def test_a_failing_step_stops_the_model_not_the_caller():
+    handed, events, inline = drive(bad_at=2)
     assert events == ["model_started", "model_error", "model_stopped"]
     assert not inline.alive and "finite" in inline.stopped and inline.done is None
     # the samples of the periods before the bad one, and none after
-    assert max(t for _, t, _ in handed) <= 2 * PERIOD + 1e-9
-    assert not [t for t in threading.enumerate() if t.name.startswith("aiko-inline-model")]
+    assert max(t for _, t in handed) <= 2 * PERIOD + 1e-9
