@@ -200,7 +200,6 @@ class SimulatedAiko:
         self.group.set_link_angles(self._angles)
         return m
 
-
     def run_ticks(self, t_last: float, stop: float, tick: float) -> tuple[float, int]:
         """The modules' ticks every ``tick`` s after ``t_last`` (the last
         tick, which the physics has reached) that fall before ``stop``, each
@@ -224,7 +223,7 @@ class SimulatedAiko:
         state, par, sol, pegs, steps = self.model.kernel_inputs(self.state)
         nj = len(bank)
         arrays, codes, events = bank.kernel_arrays(stop)
-        clock = np.array([t_last, state.t, 0.0, np.inf])
+        clock = np.array([t_last, state.t, self.work, np.inf])   # work summed as advance does
         theta_prev = np.array(self._theta, dtype=float)
         ang = np.empty((nj, 4))
         motion = (theta_prev, np.column_stack([self._half, np.ones((nj, 2))]),
@@ -245,7 +244,7 @@ class SimulatedAiko:
         self.steps += int(counts[0])
         self.iterations += int(counts[1])
         self.unconverged += int(counts[2])
-        self.work += float(clock[2])
+        self.work = float(clock[2])
         return float(clock[0]), int(attend[1]) if code == ATTENTION else -1
 
     @cached_property

@@ -51,7 +51,6 @@ MAX_AHEAD = 1.0
 """The longest run of ticks computed in one call (s of trial time)."""
 
 
-
 class _JointsAhead(EmulatedJoints):
     """The emulated modules' service, whose ticks between the loop's events
     the rig runs compiled (:meth:`VirtualRig.tick_ahead`)."""
