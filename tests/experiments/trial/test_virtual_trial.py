@@ -94,6 +94,21 @@ def test_ticks_run_ahead_compiled_are_the_ticks_served_one_by_one(twice, tmp_pat
     assert len(pairs) >= len(a.records["/mocap"]) - 3 and all(x == y for x, y in pairs)
 
 
+def test_ticks_run_ahead_send_the_modules_emcy_at_their_tick(tmp_path, monkeypatch):
+    """A module's EMCY raised inside a run of compiled ticks (a current limit,
+    an encoder fault) stops the run at its tick and goes out then: the same
+    frames at the same times as from ticks served one by one."""
+    faults = {"plant_fault": ("5:saturate=h@1.5", "2:encoder=v@2"),
+              "tolerate": ("current-limit", "encoder-fault"), "no_model": True}
+    _, ahead, a = virtual_trial(tmp_path / "ahead.mcap", duration=2.5, **faults)
+    monkeypatch.setattr(virtual_rig, "AHEAD", False)
+    _, each, b = virtual_trial(tmp_path / "each.mcap", duration=2.5, **faults)
+    assert ahead.plant["ticks_ahead"] > 1000 and each.plant["ticks_ahead"] == 0
+    assert [d["node"] for _, d in a.records["/emcy"]] == [2, 5]
+    for channel in ("/emcy", "/can/rx", "/can/tx", "/joint_state"):
+        assert a.records[channel] == b.records[channel]
+
+
 def test_a_fault_fires_at_its_time_and_is_detected_at_the_same_trial_time(tmp_path):
     seen = []
     for k in (1, 2):
