@@ -39,6 +39,11 @@ _CODES = np.array([EmcyCode.SYNC_TIMEOUT, EmcyCode.CURRENT_LIMIT, EmcyCode.ERROR
                    error_register_bit(EmcyCode.SYNC_TIMEOUT)], dtype=np.int64)
 
 
+def _in_order(sent: dict[int, list[Outgoing]]) -> list[Outgoing]:
+    """The frames of a tick, module by module."""
+    return [o for frames in sent.values() for o in frames]
+
+
 class ModuleBank(JointModules):
     """See the module docstring: the modules' servos in arrays, one compiled
     tick for all."""
@@ -169,10 +174,7 @@ class ModuleBank(JointModules):
         return self._tick(0, len(self._modules), t)
 
     def _tick(self, lo: int, hi: int, t: float) -> list[Outgoing]:
-        out: list[Outgoing] = []
-        for frames in self._tick_each(lo, hi, float(t)).values():
-            out += frames
-        return out
+        return _in_order(self._tick_each(lo, hi, float(t)))
 
     def _tick_each(self, lo: int, hi: int, t: float) -> dict[int, list[Outgoing]]:
         """Modules lo..hi-1 advanced to t: the frames of each that sent any,
@@ -187,10 +189,7 @@ class ModuleBank(JointModules):
         """The frames of a tick of all modules to t (s) that compiled code
         ran on :meth:`kernel_arrays` (``count``: the event rows its
         ``bank_tick`` wrote), as :meth:`tick` sends them."""
-        out: list[Outgoing] = []
-        for frames in self._frames(0, len(self._modules), float(t), count).values():
-            out += frames
-        return out
+        return _in_order(self._frames(0, len(self._modules), float(t), count))
 
     @property
     def babbling(self) -> bool:

@@ -70,9 +70,6 @@ class EmulatedJoints:
 
     def queue(self, items: list[Outgoing]) -> None:
         """Frames to send, each at its time (``Outgoing.at``)."""
-        self._queue(items)
-
-    def _queue(self, items: list[Outgoing]) -> None:
         for o in items:
             heapq.heappush(self._heap, (o.at, next(self._seq), o))
 
@@ -101,7 +98,7 @@ class EmulatedJoints:
         notifier = BusReader(self.bus, [reader], loop)
         try:
             now = self.clock()
-            self._queue(self.group.power_up(now))
+            self.queue(self.group.power_up(now))
             self._flush(now)
             next_tick = wake = now + self.tick_period
             while True:
@@ -127,7 +124,7 @@ class EmulatedJoints:
                     self.frames_in += 1
                     if msg.arbitration_id == SYNC_ID and not msg.is_extended_id:
                         self._sync_stamp = msg.timestamp
-                    self._queue(self.group.receive(now, msg.arbitration_id, bytes(msg.data),
+                    self.queue(self.group.receive(now, msg.arbitration_id, bytes(msg.data),
                                                    is_extended=msg.is_extended_id,
                                                    is_remote=msg.is_remote_frame))
                 if received:
@@ -142,7 +139,7 @@ class EmulatedJoints:
     def _serve_tick(self, now: float, next_tick: float) -> float:
         """The modules' tick due at ``next_tick``, served at ``now``: its
         frames queued, ``after_tick`` called. Returns the next tick's time."""
-        self._queue(self.group.tick(now))
+        self.queue(self.group.tick(now))
         if self.after_tick is not None:
             self.after_tick(now)
         return max(next_tick + self.tick_period, now)

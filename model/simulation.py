@@ -269,14 +269,16 @@ class SnakeModel:
         return r  # their values are checked by the kernel (_run)
 
     def kernel_inputs(self, state: SnakeState
-                      ) -> tuple[SnakeState, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                      ) -> tuple[SnakeState, tuple[np.ndarray, ...]]:
         """What the compiled step takes, for compiled code that steps this
-        model itself (the simulated Aiko's offline loop): a checked copy of
-        ``state`` with this model's contact rows, and the arrays par, sol,
-        pegs and steps (do not modify them). The step is
+        model itself (the simulated Aiko's compiled loop): a checked copy of
+        ``state`` with this model's contact rows, and the arrays (par, sol,
+        pegs, steps, no_refs) (do not modify them; no_refs (1, n-1, 4): the
+        references of steps that take theirs through the play). The step is
         ``aiko.model._kernels._advance``; its codes below zero are the
         errors :meth:`kernel_error` gives."""
-        return self._with_slots(state), self._par, self._sol, self._pegs, self._steps
+        return (self._with_slots(state),
+                (self._par, self._sol, self._pegs, self._steps, self._no_refs))
 
     def _with_slots(self, state: SnakeState) -> SnakeState:
         """A copy of the state with this model's contact rows (a state of

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -220,36 +219,39 @@ class SimulatedAiko:
         assert isinstance(bank, ModuleBank), "compiled ticks need a ModuleBank"
         if t_last + tick >= stop - 1e-12:
             return t_last, -1
-        state, par, sol, pegs, steps = self.model.kernel_inputs(self.state)
-        nj = len(bank)
+        state, kin = self.model.kernel_inputs(self.state)
         arrays, codes, events = bank.kernel_arrays(stop)
         clock = np.array([t_last, state.t, self.work, np.inf])   # work summed as advance does
-        theta_prev = np.array(self._theta, dtype=float)
-        ang = np.empty((nj, 4))
-        motion = (theta_prev, np.column_stack([self._half, np.ones((nj, 2))]),
-                  np.empty((self.model.n, 3, 3)), ang)
+        motion = _loop_motion(self._theta, self._half)
         counts = np.zeros(3, dtype=np.int64)
         attend = np.array([1, -1], dtype=np.int64)
         code = plant_ticks(stop, np.inf, tick, np.inf, clock, arrays, codes, events,
-                           (state.q, state.u, state.P, state.active, state.dP),
-                           (par, sol, pegs, steps, self._no_refs), motion, counts,
-                           _NO_SAMPLES, np.zeros(1, dtype=np.int64), self.model.dt, attend)
+                           (state.q, state.u, state.P, state.active, state.dP), kin, motion,
+                           counts, _NO_SAMPLES, np.zeros(1, dtype=np.int64), self.model.dt,
+                           attend)
         if code < 0:
             _plant_failed(code, self.model, clock)
         if counts[0] > 0:
             state.t = float(clock[1])
             self.state = state
-            self._theta = theta_prev
-            self._angles = ang
+            self._theta, self._angles = motion[0], motion[3]
         self.steps += int(counts[0])
         self.iterations += int(counts[1])
         self.unconverged += int(counts[2])
         self.work = float(clock[2])
         return float(clock[0]), int(attend[1]) if code == ATTENTION else -1
 
-    @cached_property
-    def _no_refs(self) -> np.ndarray:
-        return np.zeros((1, self.model.n - 1, 4))
+
+
+def _loop_motion(theta: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, ...]:
+    """plant_ticks's ``motion`` for n-1 joints: the motors' angles where the
+    physics last saw them (a copy of theta (n-1, 2), updated), the play
+    [half_h, half_v, driven_h, driven_v] (n-1, 4) from half (n-1, 2) (the
+    driven flags set at every tick), and scratch for the links' rotations
+    (n, 3, 3) and joint angles (n-1, 4), which hold the last tick's."""
+    nj = theta.shape[0]
+    return (np.array(theta, dtype=float), np.column_stack([half, np.ones((nj, 2))]),
+            np.empty((nj + 1, 3, 3)), np.empty((nj, 4)))
 
 
 _NO_SAMPLES = (np.zeros(0), np.zeros((0, 1, 3)), np.zeros(0))
@@ -383,15 +385,13 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     from aiko.experiments.rig._plant_loop import plant_ticks
 
     modules = _started_bank(model, backlash, servo)
-    start, par, sol, pegs, steps = model.kernel_inputs(state)
+    start, kin = model.kernel_inputs(state)
     angles = model.joint_angles(start)
     modules.set_angles(angles)
-    nj, n = model.n - 1, model.n
+    n = model.n
     half = 0.5 * modules.backlash()
-    motion = (modules.motor_angles(), np.column_stack([half, half, np.ones((nj, 2))]),
-              np.empty((n, 3, 3)), np.empty((nj, 4)))
+    motion = _loop_motion(modules.motor_angles(), np.column_stack([half, half]))
     body = (start.q, start.u, start.P, start.active, start.dP)
-    kin = (par, sol, pegs, steps, np.zeros((1, nj, 4)))
     bank, codes, events = modules.kernel_arrays(PLANT_TICK)   # the first tick is the longest
     sample_dt = 1.0 / rate
     k_max = int(end * rate) + 3

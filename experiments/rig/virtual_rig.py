@@ -143,7 +143,7 @@ class VirtualRig:
         stop -= SAME_TIME + self.view.latency
         if next_tick <= now + SAME_TIME and self.takes_due_ticks():
             stop = max(stop, next_tick + SAME_TIME)
-        if self.bank.babbling or next_tick >= stop - 1e-12:
+        if self.bank.babbling:
             return next_tick, next_tick
         t_last, rows = self.aiko.run_ticks(next_tick - tick, stop, tick)
         done = int(round((t_last - next_tick) / tick)) + 1
