@@ -10,6 +10,7 @@ simulation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -30,14 +31,17 @@ class Objective:
     keywords; ``error(input, paths, delay)`` the RMS error (m) of one."""
 
     def __init__(self, inputs, names: list[str], bounds: dict, sigma: float,
-                 physics: Callable, simulate: Callable, error: Callable, executor) -> None:
+                 physics: Callable, simulate: Callable, error: Callable, executor,
+                 window: float = 0.0) -> None:
         self.inputs = inputs
         self.names = list(names)
         self.lo = np.array([bounds[n][0] for n in names], float)
         self.hi = np.array([bounds[n][1] for n in names], float)
         self.delay_bounds = bounds.get("delay", (0.0, 0.0))
         self.sigma = sigma
-        self.samples = [trial_samples(inp, max(0.0, self.delay_bounds[1])) for inp in inputs]
+        self.window = float(window)
+        self.samples = [trial_samples(inp, max(0.0, self.delay_bounds[1]), self.window)
+                        for inp in inputs]
         self._physics = physics
         self._simulate = simulate
         self._error = error
@@ -88,9 +92,24 @@ class Objective:
         return float(np.mean([self._error(inp, p, delay) for inp, p in
                               zip(self.inputs, paths, strict=True)]))
 
+    def aligned_error(self, values: dict, paths: list) -> float:
+        """Mean over the trials of the RMS distance (m) left after each
+        window's alignment (the residuals' own measure)."""
+        r = self.residuals(values, paths)
+        per = [math.sqrt(float(np.mean(x ** 2 + y ** 2))) * self.sigma
+               for x, y in zip(*[iter(self.series(r))] * 2, strict=True)]
+        return float(np.mean(per))
+
+    def error(self, values: dict, paths: list) -> float:
+        """The scalar a derivative-free search minimises: the mean RMS
+        error, after alignment if the residuals are windowed."""
+        if self.window > 0:
+            return self.aligned_error(values, paths)
+        return self.mean_error(paths, values.get("delay", 0.0))
+
     def record(self, values: dict, paths: list) -> float:
-        """The mean RMS error of an evaluation, kept in the history."""
-        err = self.mean_error(paths, values.get("delay", 0.0))
+        """:meth:`error` of an evaluation, kept in the history."""
+        err = self.error(values, paths)
         self.history.append((dict(values), err))
         return err
 
@@ -99,6 +118,12 @@ class Objective:
         delay = values.get("delay", 0.0)
         return np.concatenate([residuals(s, p, delay, self.sigma)
                                for s, p in zip(self.samples, paths, strict=True)])
+
+    @property
+    def aligned_dof(self) -> int:
+        """Degrees of freedom the windows' rigid motions take from the
+        residuals (0 without windows)."""
+        return sum(s.aligned_dof for s in self.samples)
 
     def series(self, r: np.ndarray) -> list[np.ndarray]:
         """``r`` cut into its series: per trial, x and y."""

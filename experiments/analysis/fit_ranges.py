@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 __all__ = ["CHI2_95", "Range", "Curvature", "curvature", "curvature_range",
            "profile_values", "profile_step", "profile_range", "profile_parabola", "roughness",
-           "derived_friction"]
+           "derived_friction", "derived_values", "widen_by_points"]
 
 CHI2_95 = 3.841458820694124
 """The chi-square quantile of one degree of freedom at 95 %."""
@@ -105,14 +105,17 @@ class Curvature:
         return float(gz @ self.Cz_seen @ gz) * self.kappa * self.s2
 
 
-def curvature(J: np.ndarray, r: np.ndarray, n_eff: float, scale: np.ndarray) -> Curvature:
+def curvature(J: np.ndarray, r: np.ndarray, n_eff: float, scale: np.ndarray,
+              taken: int = 0) -> Curvature:
     """The statistics of the optimum from the Jacobian ``J`` (N, d) in unit
-    coordinates, the residuals ``r`` (N,) there, the effective sample count
-    and ``scale`` (d,) the bounds' widths (unit -> parameter units). A
-    direction the residuals do not see gets an infinite variance."""
+    coordinates, the residuals ``r`` (N,) there, the effective sample count,
+    ``scale`` (d,) the bounds' widths (unit -> parameter units) and ``taken``
+    the degrees of freedom the residuals lost besides the d parameters (the
+    windows' alignments). A direction the residuals do not see gets an
+    infinite variance."""
     n, d = J.shape
     S = float(r @ r)
-    s2 = S / max(n - d, 1)
+    s2 = S / max(n - d - taken, 1)
     kappa = n / max(n_eff, 1.0)
     w, V = np.linalg.eigh(J.T @ J)
     seen = w > max(float(w.max(initial=0.0)), 1e-300) * 1e-12
@@ -244,7 +247,9 @@ def _derived(value: float, gz: np.ndarray, cur: Curvature, widen: float) -> Rang
     return Range(value, low, high, ok, "curvature", reason, se)
 
 
-def _friction(values: dict) -> dict[str, float]:
+def derived_values(values: dict) -> dict[str, float]:
+    """The friction's derived quantities of a point's values: ratio and mean
+    from mu_x and mu_y, mu_x and mu_y from a mean and ratio; none else."""
     if "mu_x" in values and "mu_y" in values:
         return {"mu_y/mu_x": values["mu_y"] / values["mu_x"],
                 "mu": 0.5 * (values["mu_x"] + values["mu_y"])}
@@ -264,7 +269,7 @@ def derived_friction(values_at: Callable[[np.ndarray], dict], z: np.ndarray, cur
     differences as the Jacobian behind ``cur`` so that a direction it cannot
     see is the same for both; their standard errors times ``widen`` (the
     cost's roughness, as the profiles found it)."""
-    base = _friction(values_at(z))
+    base = derived_values(values_at(z))
     if not base:
         return {}
     grads = {k: np.zeros(len(z)) for k in base}
@@ -272,8 +277,35 @@ def derived_friction(values_at: Callable[[np.ndarray], dict], z: np.ndarray, cur
         h = step if z[i] + step <= 1.0 else -step
         zi = np.array(z, float)
         zi[i] += h
-        moved = _friction(values_at(zi))
+        moved = derived_values(values_at(zi))
         for k in base:
             grads[k][i] = (moved[k] - base[k]) / h
-    value = base if z_value is None else _friction(values_at(z_value))
+    value = base if z_value is None else derived_values(values_at(z_value))
     return {k: _derived(value[k], grads[k], cur, widen) for k in base}
+
+
+def widen_by_points(r: Range, values: np.ndarray, rise: np.ndarray, level: float,
+                    bounds: tuple[float, float] | None = None) -> Range:
+    """``r`` stretched to hold every value among ``values`` (k,) whose point
+    the fit evaluated with a cost ``rise`` (k,) over the least seen no
+    higher than ``level``: the profile at such a value (the least cost with
+    the others free) is at most that point's, so no 95 % range may leave it
+    out. A local profile of a rough cost can miss a second dip that a
+    search or the friction's scan has already found. Reaching a bound
+    makes the quantity not identifiable; a derived one (no ``bounds``)
+    then compares the range's width with its value as :func:`_derived`."""
+    inside = np.asarray(values, float)[np.asarray(rise, float) <= level]
+    inside = inside[np.isfinite(inside)]
+    if inside.size == 0 or (inside.min() >= r.low and inside.max() <= r.high):
+        return r
+    low, high = min(r.low, float(inside.min())), max(r.high, float(inside.max()))
+    if bounds is None:
+        ok = r.identifiable and (high - low) < abs(r.value)
+        reason = r.reason or ("" if ok else "its range is wider than its value")
+    else:
+        sides = [side for side, out in (("lower", low <= bounds[0]), ("upper", high >= bounds[1]))
+                 if out]
+        ok = r.identifiable and not sides
+        reason = r.reason or ("" if ok else f"reaches the {sides[0]} bound")
+    return replace(r, low=low, high=high, identifiable=ok, reason=reason,
+                   source=f"{r.source} and evaluated points")

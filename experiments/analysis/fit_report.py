@@ -30,9 +30,12 @@ def report_dict(res: FitResult) -> dict:
            "per_trial": res.per_trial,
            "parameters": {n: r.to_dict() for n, r in res.ranges.items()},
            "derived": {n: r.to_dict() for n, r in res.derived.items()},
+           "window_s": res.window,
            "noise": {"sigma_mm": res.noise_mm,
                      "floor_rms_m": res.floor_rms_m(),
-                     "fit_rms_m": res.error_after}}
+                     "fit_rms_m": res.error_after,
+                     "aligned_rms_m": res.aligned[1] if res.window > 0 else None,
+                     "aligned_rms_before_m": res.aligned[0] if res.window > 0 else None}}
     cur = res.curvature
     if cur is not None:
         R = cur.correlations()

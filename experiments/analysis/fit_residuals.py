@@ -10,43 +10,110 @@ evaluation of a fit has residuals of the same length, as a least-squares
 method needs. A replay that failed counts as :data:`PENALTY_M` at every
 sample.
 
+**Windows.** With a window of ``W`` s the samples are cut into consecutive
+windows of ``W`` s from the first (a last window of fewer than
+:data:`MIN_WINDOW_SAMPLES` joins the one before), and in each the replay's
+points are moved by the planar rigid motion (a rotation and a translation,
+the least-squares one: Procrustes in 2D) that brings them closest to the
+experiment's before their differences are taken. On a flat, even floor the
+dynamics do not change when the whole snake is moved or turned in the
+plane, so a position and heading the replay has drifted by before a window
+change nothing of what happens in it; what remains is the shape of each
+window's motion: its speed, its turning and its sway. A replay of a
+stick-slip start that drifts by a few centimetres for a millionth of a
+degree costs its whole drift sample by sample, but only once per window
+aligned. Each window takes 3 degrees of freedom from the residuals
+(:attr:`TrialSamples.aligned_dof`).
+
 Pure: arrays in, arrays out.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from aiko.experiments.analysis.compare import Paths
 from aiko.experiments.analysis.replay import ReplayInput
 
-__all__ = ["PENALTY_M", "TrialSamples", "trial_samples", "residuals", "lag1_correlation",
-           "effective_samples"]
+__all__ = ["PENALTY_M", "MIN_WINDOW_SAMPLES", "TrialSamples", "trial_samples", "residuals",
+           "window_index", "align_windows", "lag1_correlation", "effective_samples"]
 
 PENALTY_M = 10.0
 """Residual (m) at every sample of a replay that failed: far worse than any fit."""
 
 
+MIN_WINDOW_SAMPLES = 5
+"""The fewest samples a window may have (a rigid motion fitted to two
+points would leave them nothing to say)."""
+
+
 class TrialSamples:
     """The motion-capture samples of one trial a fit compares: times ``t``
-    (k,) s on the trial clock and positions ``xy`` (k, 2) m."""
+    (k,) s on the trial clock, positions ``xy`` (k, 2) m, and with a window
+    (s, 0 for none) the window ``w`` (k,) of each sample."""
 
-    def __init__(self, t: np.ndarray, xy: np.ndarray) -> None:
+    def __init__(self, t: np.ndarray, xy: np.ndarray, window: float = 0.0) -> None:
         self.t = t
         self.xy = xy
+        self.window = float(window)
+        self.w = window_index(t, window) if window > 0 else None
 
     def __len__(self) -> int:
         return int(self.t.size)
 
+    @property
+    def aligned_dof(self) -> int:
+        """Degrees of freedom the windows' rigid motions take: 3 a window."""
+        return 0 if self.w is None or self.w.size == 0 else 3 * (int(self.w[-1]) + 1)
 
-def trial_samples(inp: ReplayInput, max_delay: float = 0.0) -> TrialSamples:
+
+def trial_samples(inp: ReplayInput, max_delay: float = 0.0, window: float = 0.0) -> TrialSamples:
     """The samples of ``inp``'s experiment in view from the gait's start
-    plus ``max_delay`` s (the largest delay a fit may try) on."""
+    plus ``max_delay`` s (the largest delay a fit may try) on, cut into
+    windows of ``window`` s if above 0."""
     t = np.asarray(inp.experiment.t_experiment, float).reshape(-1)
     p = np.asarray(inp.experiment.p_experiment, float).reshape(-1, 3)
     keep = (t - max(0.0, max_delay) >= inp.t0 - 1e-9) & np.all(np.isfinite(p[:, :2]), axis=1)
     keep &= np.isfinite(t)
-    return TrialSamples(t[keep], p[keep, :2])
+    return TrialSamples(t[keep], p[keep, :2], window)
+
+
+def window_index(t: np.ndarray, window: float) -> np.ndarray:
+    """(k,) the window of each of the sorted times ``t`` (k,): consecutive
+    windows of ``window`` s from the first time, numbered from 0, the last
+    joined to the one before if it has fewer than MIN_WINDOW_SAMPLES (all
+    in window 0 if they are fewer)."""
+    t = np.asarray(t, float).reshape(-1)
+    if t.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    w = np.floor((t - t[0]) / window + 1e-9).astype(np.int64)
+    # windows are consecutive even where samples are missing
+    _, w = np.unique(w, return_inverse=True)
+    w = w.reshape(-1)
+    last = int(w[-1])
+    if last > 0 and np.count_nonzero(w == last) < MIN_WINDOW_SAMPLES:
+        w[w == last] = last - 1
+    return w
+
+
+def align_windows(e: np.ndarray, m: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(k, 2) ``e - (R m + c)`` with, in each window of ``w`` (k,), the
+    rotation R and translation c that bring the points ``m`` (k, 2) closest
+    to ``e`` (k, 2) in least squares: R's angle atan2(sum a x b, sum a . b)
+    of the points about their centroids a (of m) and b (of e)."""
+    out = np.empty_like(e)
+    for j in range(int(w[-1]) + 1 if w.size else 0):
+        s = w == j
+        a = m[s] - m[s].mean(axis=0)
+        b = e[s] - e[s].mean(axis=0)
+        th = math.atan2(float(np.sum(a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])),
+                        float(np.sum(a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1])))
+        c, sn = math.cos(th), math.sin(th)
+        out[s, 0] = b[:, 0] - (c * a[:, 0] - sn * a[:, 1])
+        out[s, 1] = b[:, 1] - (sn * a[:, 0] + c * a[:, 1])
+    return out
 
 
 def residuals(samples: TrialSamples, paths: Paths | str, delay: float,
@@ -63,6 +130,8 @@ def residuals(samples: TrialSamples, paths: Paths | str, delay: float,
         return np.full(2 * len(samples), PENALTY_M / sigma)
     t = samples.t - delay
     model = np.column_stack([np.interp(t, tm, pm[:, 0]), np.interp(t, tm, pm[:, 1])])
+    if samples.w is not None:
+        return (align_windows(samples.xy, model, samples.w) / sigma).reshape(-1)
     return ((samples.xy - model) / sigma).reshape(-1)
 
 

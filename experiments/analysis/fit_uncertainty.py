@@ -16,10 +16,12 @@ from aiko.experiments.analysis.fit_ranges import (
     curvature,
     curvature_range,
     derived_friction,
+    derived_values,
     profile_range,
     profile_step,
     profile_values,
     roughness,
+    widen_by_points,
 )
 from aiko.experiments.analysis.fit_residuals import effective_samples
 
@@ -106,7 +108,7 @@ def parameter_ranges(obj: Objective, z: np.ndarray, fitted: dict, J: np.ndarray 
         r = obj.residuals(fitted, obj.paths([fitted])[0])
     if J is None:
         J = obj.jacobian(z, r, STEP)
-    cur = curvature(J, r, effective_samples(obj.series(r)), obj.hi - obj.lo)
+    cur = curvature(J, r, effective_samples(obj.series(r)), obj.hi - obj.lo, obj.aligned_dof)
     profiles = _profiles(obj, z, J, r, cur, fitted, points, refit) if points > 0 else {}
     ranges: dict[str, Range] = {}
     for i, name in enumerate(obj.names):
@@ -128,7 +130,33 @@ def parameter_ranges(obj: Objective, z: np.ndarray, fitted: dict, J: np.ndarray 
     widen = max([math.sqrt(1.0 + 2.0 * roughness(v, c) / cur.threshold)
                  for n, (v, c) in profiles.items() if ranges[n].identifiable], default=1.0)
     derived = derived_friction(obj.values, z, cur, STEP, z_gn, widen)
+    ranges, derived = _widened(obj, ranges, derived, profiles, cur, float(r @ r), widen)
     return ranges, derived, cur, profiles
+
+
+def _widened(obj: Objective, ranges: dict[str, Range], derived: dict[str, Range],
+             profiles: dict, cur: Curvature, S_opt: float, widen: float):
+    """The ranges stretched over every point the fit evaluated within their
+    level (:func:`widen_by_points`): the threshold plus twice the profile's
+    roughness, for a derived quantity the threshold times ``widen``
+    squared. Its replays are cached: no simulation."""
+    points = [values for values, _ in obj.history]
+    S = np.array([float(np.sum(obj.residuals(v, obj.paths([v])[0]) ** 2)) for v in points])
+    if not points:
+        return ranges, derived
+    least = min([S_opt, float(S.min())] + [float(np.min(c)) for _, c in profiles.values()])
+    rise = S - least
+    out = {}
+    for i, (name, rng) in enumerate(ranges.items()):
+        rough = roughness(*profiles[name]) if name in profiles else 0.0
+        out[name] = widen_by_points(rng, np.array([v[name] for v in points]), rise,
+                                    cur.threshold + 2.0 * rough,
+                                    (float(obj.lo[i]), float(obj.hi[i])))
+    friction = [derived_values(v) for v in points]
+    out_derived = {k: widen_by_points(rng, np.array([f[k] for f in friction]), rise,
+                                      cur.threshold * widen ** 2)
+                   for k, rng in derived.items()}
+    return out, out_derived
 
 
 def _wider(prof: Range, curv: Range, fitted: float) -> Range:

@@ -20,6 +20,7 @@ from aiko.experiments.cli.flags import add_named_flags
 METHODS = ("least-squares", "nelder-mead", "de")
 NOISE_MM = 0.5
 PROFILE_POINTS = 4
+WINDOW = 1.5
 
 __all__ = ["add_parser", "cmd_fit"]
 
@@ -53,6 +54,10 @@ def add_parser(sub) -> None:
                         "counts a Jacobian as one a parameter)")
     f.add_argument("--noise-mm", type=positive("noise-mm"), default=NOISE_MM, metavar="MM",
                    help=f"the motion capture's noise, each coordinate (default {NOISE_MM})")
+    f.add_argument("--window", type=float, default=WINDOW, metavar="S",
+                   help=f"align the replay on the experiment by a rigid motion in windows of S "
+                        f"seconds before comparing (default {WINDOW}; 0: sample by sample, and "
+                        f"on a floor with obstacles)")
     f.add_argument("--profile-points", type=int, default=PROFILE_POINTS, metavar="N",
                    help=f"points of each parameter's profile (default {PROFILE_POINTS}; 0: "
                         "ranges from the curvature at the optimum alone)")
@@ -75,7 +80,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     names = [n.strip() for n in args.params.split(",") if n.strip()]
     bounds = parse_bounds(args.bounds, names)
-    check_options(args.method, args.noise_mm, args.profile_points, args.profile_refit)
+    check_options(args.method, args.noise_mm, args.profile_points, args.profile_refit,
+                  args.window)
     inputs = [load_replay(p) for p in trial_files("fit", args.trials)]
     out_folder("fit", args.out)
     progress = Progress(args.budget, sys.stderr.isatty())
@@ -84,13 +90,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
                          max_iter=None if args.max_iter is None else int(args.max_iter),
                          method=args.method, budget=int(args.budget), noise_mm=args.noise_mm,
                          profile_points=args.profile_points,
-                         profile_refit=args.profile_refit, executor=ex,
+                         profile_refit=args.profile_refit, window=args.window, executor=ex,
                          progress=lambda n, best: progress(n))
     progress.close()
     for line in report_lines(res):
         print(line)
+    aligned = (f"; aligned in {res.window:g} s windows {100 * res.aligned[0]:.2f} cm -> "
+               f"{100 * res.aligned[1]:.2f} cm" if res.window > 0 else "")
     print(f"mean RMS error of link 6: {100 * res.error_before:.2f} cm -> "
-          f"{100 * res.error_after:.2f} cm (the motion capture's noise alone: "
+          f"{100 * res.error_after:.2f} cm{aligned} (the motion capture's noise alone: "
           f"{100 * res.floor_rms_m():.2f} cm); {res.evaluations} evaluations, "
           f"{res.simulations} simulations, {res.search_wall_s:.1f} s search, "
           f"{res.wall_s:.1f} s with the ranges ({res.method}: {res.message})")

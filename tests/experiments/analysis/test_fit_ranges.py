@@ -16,11 +16,13 @@ from aiko.experiments.analysis.fit import _error, _physics, _search_least_square
 from aiko.experiments.analysis.fit_objective import Objective
 from aiko.experiments.analysis.fit_ranges import (
     CHI2_95,
+    Range,
     curvature,
     derived_friction,
     profile_range,
     profile_step,
     profile_values,
+    widen_by_points,
 )
 from aiko.experiments.analysis.fit_residuals import (
     PENALTY_M,
@@ -263,3 +265,23 @@ def test_profiles_that_refit_the_others_are_never_above_the_one_step_ones(fake_t
     # along mu_x the one step loses the ratio, the re-fit keeps it where
     # mu_y can follow (not beyond mu_x 0.5, where mu_y would pass its bound)
     assert np.sum(refit["mu_x"][1] < one["mu_x"][1] / 10) >= 2
+
+
+def test_a_range_holds_every_evaluated_point_within_its_level():
+    """A profile that saw one dip: the search had found another as low; the
+    range must reach it, and reaching a bound ends identifiability."""
+    r = Range(0.5, 0.45, 0.55, True, "profile", "", 0.02)
+    values = np.array([0.2, 0.5, 0.8, 0.05])
+    rise = np.array([3.0, 0.0, 9.0, 2.0])
+    wide = widen_by_points(r, values, rise, 4.0, (0.0, 1.0))
+    assert (wide.low, wide.high) == (0.05, 0.55) and wide.identifiable
+    assert wide.value == 0.5 and wide.source == "profile and evaluated points"
+    assert widen_by_points(r, values, rise, 1.0, (0.0, 1.0)) is r      # none within
+    edge = widen_by_points(r, np.array([0.0]), np.array([1.0]), 4.0, (0.0, 1.0))
+    assert not edge.identifiable and edge.reason == "reaches the lower bound"
+    # a derived quantity (no bounds): identifiable while narrower than its value
+    ratio = Range(2.0, 1.9, 2.1, True, "curvature", "", 0.05)
+    assert widen_by_points(ratio, np.array([1.2]), np.array([0.0]), 1.0).identifiable
+    far = widen_by_points(ratio, np.array([0.5, 3.0]), np.array([0.0, 0.5]), 1.0)
+    assert (far.low, far.high) == (0.5, 3.0) and not far.identifiable
+    assert far.reason == "its range is wider than its value"
