@@ -32,7 +32,7 @@ import numpy as np
 from aiko.experiments.analysis.bounds import parse_bounds_spec
 from aiko.experiments.analysis.compare import ComparisonError, Paths, compare_paths
 from aiko.experiments.analysis.fit_objective import STEP, Objective
-from aiko.experiments.analysis.fit_ranges import Curvature, Range
+from aiko.experiments.analysis.fit_ranges import Curvature, Range, at_value, derived_values
 from aiko.experiments.analysis.fit_residuals import PENALTY_M as PENALTY
 from aiko.experiments.analysis.replay import ReplayInput
 from aiko.experiments.analysis.replay_files import shifted, simulate_replay
@@ -340,6 +340,17 @@ def _centre(obj: Objective, fitted: dict, paths: list, ranges: dict, message: st
     return fitted, paths, message
 
 
+def _at_fit(obj: Objective, ranges: dict, derived: dict, fitted: dict):
+    """Every range's value the fit's (a parameter's, and a derived quantity
+    of the fitted values): one point that explains the trials, where the
+    profiles' vertices, each found on its own, need not be one. Each range
+    stretched to hold it."""
+    ranges = {n: at_value(r, fitted[n], (float(obj.lo[i]), float(obj.hi[i])))
+              for i, (n, r) in enumerate(ranges.items())}
+    at = derived_values(fitted)
+    return ranges, {k: at_value(r, at[k]) for k, r in derived.items()}
+
+
 def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, start=None,
                servo: str | None = None, u_tol: float | None = None,
                max_iter: int | None = None, dt: float | None = None,
@@ -391,6 +402,7 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
                                                       profile_refit)
     if profiles:
         fitted, paths, message = _centre(obj, fitted, paths, ranges, message)
+    ranges, derived = _at_fit(obj, ranges, derived, fitted)
     e1 = obj.mean_error(paths, fitted.get("delay", 0.0))
     return FitResult(list(names), bounds, start, fitted, e0, e1, obj.simulations,
                      evaluations, time.perf_counter() - w0, method, message, obj.history,

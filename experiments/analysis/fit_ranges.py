@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = ["CHI2_95", "Range", "Curvature", "curvature", "curvature_range",
            "profile_values", "profile_step", "profile_range", "profile_parabola", "roughness",
-           "derived_friction", "derived_values", "widen_by_points"]
+           "derived_friction", "derived_values", "widen_by_points", "at_value"]
 
 CHI2_95 = 3.841458820694124
 """The chi-square quantile of one degree of freedom at 95 %."""
@@ -284,6 +284,23 @@ def derived_friction(values_at: Callable[[np.ndarray], dict], z: np.ndarray, cur
     return {k: _derived(value[k], grads[k], cur, widen) for k in base}
 
 
+def _stretch(r: Range, low: float, high: float, value: float,
+             bounds: tuple[float, float] | None, source: str) -> Range:
+    """``r`` with a new value and a range that holds the old one, judged
+    again: a parameter's reaching a bound, a derived quantity's (no
+    ``bounds``) growing wider than its value, ends identifiability."""
+    if bounds is None:
+        ok = r.identifiable and (high - low) < abs(value)
+        reason = r.reason or ("" if ok else "its range is wider than its value")
+    else:
+        sides = [side for side, out in (("lower", low <= bounds[0]), ("upper", high >= bounds[1]))
+                 if out]
+        ok = r.identifiable and not sides
+        reason = r.reason or ("" if ok else f"reaches the {sides[0]} bound")
+    return replace(r, value=value, low=low, high=high, identifiable=ok, reason=reason,
+                   source=source)
+
+
 def widen_by_points(r: Range, values: np.ndarray, rise: np.ndarray, level: float,
                     bounds: tuple[float, float] | None = None) -> Range:
     """``r`` stretched to hold every value among ``values`` (k,) whose point
@@ -291,21 +308,19 @@ def widen_by_points(r: Range, values: np.ndarray, rise: np.ndarray, level: float
     higher than ``level``: the profile at such a value (the least cost with
     the others free) is at most that point's, so no 95 % range may leave it
     out. A local profile of a rough cost can miss a second dip that a
-    search or the friction's scan has already found. Reaching a bound
-    makes the quantity not identifiable; a derived one (no ``bounds``)
-    then compares the range's width with its value as :func:`_derived`."""
+    search or the friction's scan has already found. ``bounds``: a
+    parameter's (see :func:`_stretch`)."""
     inside = np.asarray(values, float)[np.asarray(rise, float) <= level]
     inside = inside[np.isfinite(inside)]
     if inside.size == 0 or (inside.min() >= r.low and inside.max() <= r.high):
         return r
-    low, high = min(r.low, float(inside.min())), max(r.high, float(inside.max()))
-    if bounds is None:
-        ok = r.identifiable and (high - low) < abs(r.value)
-        reason = r.reason or ("" if ok else "its range is wider than its value")
-    else:
-        sides = [side for side, out in (("lower", low <= bounds[0]), ("upper", high >= bounds[1]))
-                 if out]
-        ok = r.identifiable and not sides
-        reason = r.reason or ("" if ok else f"reaches the {sides[0]} bound")
-    return replace(r, low=low, high=high, identifiable=ok, reason=reason,
-                   source=f"{r.source} and evaluated points")
+    return _stretch(r, min(r.low, float(inside.min())), max(r.high, float(inside.max())),
+                    r.value, bounds, f"{r.source} and evaluated points")
+
+
+def at_value(r: Range, value: float, bounds: tuple[float, float] | None = None) -> Range:
+    """``r`` with ``value`` as its value (the fit's point), stretched to
+    hold it (see :func:`_stretch`)."""
+    if r.value == value:
+        return r
+    return _stretch(r, min(r.low, value), max(r.high, value), value, bounds, r.source)

@@ -17,6 +17,7 @@ from aiko.experiments.analysis.fit_objective import Objective
 from aiko.experiments.analysis.fit_ranges import (
     CHI2_95,
     Range,
+    at_value,
     curvature,
     derived_friction,
     profile_range,
@@ -285,3 +286,14 @@ def test_a_range_holds_every_evaluated_point_within_its_level():
     far = widen_by_points(ratio, np.array([0.5, 3.0]), np.array([0.0, 0.5]), 1.0)
     assert (far.low, far.high) == (0.5, 3.0) and not far.identifiable
     assert far.reason == "its range is wider than its value"
+
+
+def test_a_range_takes_the_fits_value_and_holds_it():
+    r = Range(0.5, 0.45, 0.55, True, "profile", "", 0.02)
+    assert at_value(r, 0.5) is r
+    moved = at_value(r, 0.6, (0.0, 1.0))
+    assert (moved.value, moved.low, moved.high, moved.identifiable) == (0.6, 0.45, 0.6, True)
+    assert not at_value(r, 1.0, (0.0, 1.0)).identifiable
+    ratio = Range(2.0, 1.5, 2.5, True, "curvature", "", 0.25)
+    assert at_value(ratio, 1.4).low == 1.4 and at_value(ratio, 1.4).identifiable
+    assert not at_value(ratio, 0.9).identifiable          # 0.9-2.5 is wider than 0.9
