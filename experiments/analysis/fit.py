@@ -2,23 +2,28 @@
 
 The default method (``least-squares``) minimises the residuals of link 6,
 experiment against replay at every motion-capture sample in units of the
-motion capture's noise (:mod:`~aiko.experiments.analysis.fit_residuals`),
-with scipy.optimize.least_squares (trust region, bounded) in coordinates
-scaled to the bounds' unit box; its Jacobian by forward differences whose
-replays run together on the executor (a delay's column needs no
-simulation). ``nelder-mead`` and ``de`` (differential evolution) minimise the
-mean over the trials of the RMS distance instead, derivative-free, every
-evaluation taking the best delay for its replays.
+motion capture's noise, the replay aligned on the experiment in windows
+(:data:`WINDOW`; :mod:`~aiko.experiments.analysis.fit_residuals`), with
+scipy.optimize.least_squares (trust region, bounded) in coordinates scaled
+to the bounds' unit box, twice: from the start on half the budget, then from
+the best of a scan of the friction's scale (:data:`SCALES`); its Jacobian by
+forward differences whose replays run together on the executor (a delay's
+column needs no simulation). ``nelder-mead`` and ``de`` (differential
+evolution) minimise the mean over the trials of the RMS distance (after the
+windows' alignment) instead, derivative-free, every evaluation taking the
+best delay for its replays.
 
 Whichever searched, the fit then reads what the residuals say about the
 parameters (:mod:`~aiko.experiments.analysis.fit_ranges`): a 95 % range per
 parameter from its profile (or the curvature alone with ``profile_points``
 0), correlations, identifiability, and the friction's ratio and mean (or
-mu_x and mu_y from a mean and ratio). Parameters (``FIT_BOUNDS``): floor
-friction ``mu`` (isotropic), ``mu_x``/``mu_y``, or ``mu`` (their mean) and
-``ratio`` (mu_y / mu_x); free play ``backlash`` (degrees; the replay then
-runs through the emulated modules' motors); motion capture's ``delay`` (s; a
-shift of the experiment's times, which needs no new simulation).
+mu_x and mu_y from a mean and ratio), each range stretched over the points
+evaluated within its level and valued at the fit's point. Parameters
+(``FIT_BOUNDS``): floor friction ``mu`` (isotropic), ``mu_x``/``mu_y``, or
+``mu`` (their mean) and ``ratio`` (mu_y / mu_x); free play ``backlash``
+(degrees; the replay then runs through the emulated modules' motors); motion
+capture's ``delay`` (s; a shift of the experiment's times, which needs no
+new simulation).
 """
 
 from __future__ import annotations

@@ -143,6 +143,22 @@ def test_aiko_fit_of_the_delay_writes_its_report(known_floor_trial, tmp_path):
     assert "mean RMS error of link 6" in r.stdout
 
 
+def test_aiko_fit_of_mu_on_one_trial_gives_its_range(known_floor_trial, tmp_path):
+    """`aiko fit T --params mu`, as a lab first runs it: the isotropic
+    friction of one 3 s sidewinding trial (mu 0.3, 4 degrees of free play,
+    the replay without it: the model's), with its range and verdict."""
+    r = aiko("fit", known_floor_trial, "--params", "mu", "--budget", "12", "--out", tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "fit.json").read_text())
+    mu = doc["parameters"]["mu"]
+    assert set(mu) >= {"value", "low", "high", "identifiable", "source", "reason", "se"}
+    assert 0.02 <= mu["low"] <= mu["value"] <= mu["high"] <= 1.0
+    assert mu["value"] == doc["fitted"]["mu"] and doc["derived"] == {}
+    assert doc["noise"]["aligned_rms_m"] <= doc["noise"]["aligned_rms_before_m"]
+    assert "95 %" in r.stdout and "mu " in r.stdout
+    assert (tmp_path / "fit-profiles.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_bad_fit_requests_are_one_line_errors(known_floor_trial, tmp_path):
     with pytest.raises(FitError, match="expected NAME=LO:HI"):
         parse_bounds("mu=0.1", ["mu"])
