@@ -38,6 +38,7 @@ from aiko.experiments.analysis.bounds import parse_bounds_spec
 from aiko.experiments.analysis.compare import ComparisonError, Paths, compare_paths
 from aiko.experiments.analysis.fit_objective import STEP, Objective
 from aiko.experiments.analysis.fit_ranges import Curvature, Range, at_value, derived_values
+from aiko.experiments.analysis.fit_residuals import MIN_WINDOW_SAMPLES
 from aiko.experiments.analysis.fit_residuals import PENALTY_M as PENALTY
 from aiko.experiments.analysis.replay import ReplayInput
 from aiko.experiments.analysis.replay_files import shifted, simulate_replay
@@ -99,13 +100,21 @@ def check_options(method: str, noise_mm: float, profile_points: int,
 
 
 def check_windows(inputs: list[ReplayInput], window: float) -> None:
-    """FitError if windows are asked for on a trial with obstacles: moving
-    the snake in the plane changes what it meets there."""
-    if window > 0:
-        for inp in inputs:
-            if inp.scene.pegs or inp.scene.steps:
-                raise FitError(f"{inp.path}: the trial has obstacles, where aligning the "
-                               f"replay in windows is not sound; fit with --window 0")
+    """FitError if windows are asked for on a trial with obstacles (moving
+    the snake in the plane changes what it meets there), or are shorter
+    than MIN_WINDOW_SAMPLES of a trial's motion capture (a rigid motion
+    fitted to so few points leaves them little to say)."""
+    if window <= 0:
+        return
+    for inp in inputs:
+        if inp.scene.pegs or inp.scene.steps:
+            raise FitError(f"{inp.path}: the trial has obstacles, where aligning the "
+                           f"replay in windows is not sound; fit with --window 0")
+        t = np.asarray(inp.experiment.t_experiment, float).reshape(-1)
+        step = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+        if window < MIN_WINDOW_SAMPLES * step:
+            raise FitError(f"--window {window:g}: shorter than {MIN_WINDOW_SAMPLES} motion "
+                           f"capture samples of {inp.path} ({MIN_WINDOW_SAMPLES * step:g} s)")
 
 
 def parse_bounds(spec: str | None, names: list[str]) -> dict[str, tuple[float, float]]:
@@ -196,6 +205,7 @@ SCALES = (0.4, 0.5, 0.63, 0.8, 1.25, 1.6, 2.0)
 its two runs (friction's ratio and the rest held)."""
 
 FRICTION = ("mu", "mu_x", "mu_y")
+"""The parameters the scale's scan multiplies (a ratio it leaves)."""
 
 
 def _least_squares(obj: Objective, z0: np.ndarray, evaluations: int, track):

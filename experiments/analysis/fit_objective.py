@@ -1,5 +1,6 @@
 """A fit's objective: replays of every trial for a set of parameter values
-(cached, new ones together on the executor), their residuals, their mean
+(cached, new ones together on the executor), their residuals (sample by
+sample, or with the replay aligned in windows of ``window`` s), their mean
 RMS error and the residuals' Jacobian.
 
 Coordinates ``z`` are the parameters scaled to the bounds' unit box, in the
@@ -95,9 +96,9 @@ class Objective:
     def aligned_error(self, values: dict, paths: list) -> float:
         """Mean over the trials of the RMS distance (m) left after each
         window's alignment (the residuals' own measure)."""
-        r = self.residuals(values, paths)
+        s = self.series(self.residuals(values, paths))
         per = [math.sqrt(float(np.mean(x ** 2 + y ** 2))) * self.sigma
-               for x, y in zip(*[iter(self.series(r))] * 2, strict=True)]
+               for x, y in zip(s[0::2], s[1::2], strict=True)]
         return float(np.mean(per))
 
     def error(self, values: dict, paths: list) -> float:

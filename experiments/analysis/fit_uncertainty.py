@@ -141,9 +141,9 @@ def _widened(obj: Objective, ranges: dict[str, Range], derived: dict[str, Range]
     roughness, for a derived quantity the threshold times ``widen``
     squared. Its replays are cached: no simulation."""
     points = [values for values, _ in obj.history]
-    S = np.array([float(np.sum(obj.residuals(v, obj.paths([v])[0]) ** 2)) for v in points])
     if not points:
         return ranges, derived
+    S = np.array([float(np.sum(obj.residuals(v, obj.paths([v])[0]) ** 2)) for v in points])
     least = min([S_opt, float(S.min())] + [float(np.min(c)) for _, c in profiles.values()])
     rise = S - least
     out = {}

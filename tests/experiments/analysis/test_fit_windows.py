@@ -129,3 +129,7 @@ def test_windows_are_refused_among_obstacles_and_bad_lengths():
     for bad in (-1.0, math.nan, math.inf):
         with pytest.raises(FitError, match="--window"):
             check_options("least-squares", 0.5, 4, 0, bad)
+    # at 20 Hz a window holds 5 samples from 0.25 s on
+    check_windows(trials[:1], 0.25)
+    with pytest.raises(FitError, match=r"--window 0.2: shorter than 5 .*\(0.25 s\)"):
+        check_windows(trials[:1], 0.2)
