@@ -7,7 +7,7 @@ within 10 %, or reported not identifiable with a range that holds it. The
 trials run in virtual time and the fit's replays do not depend on where
 they run, so the verdict is the same on every run. The replays run in the
 test's own process, one after the other (about 3 minutes of one core): a
-pool of its own would load the machine beyond the test run's two workers,
+pool of its own would load the machine beyond the test run's three workers,
 under which the real-time tests running beside it miss their deadlines.
 """
 
@@ -49,11 +49,13 @@ def _holds(r, truth: float) -> bool:
 def test_a_blind_fit_finds_the_floor_and_the_free_play(blind_trials):
     """As `aiko fit T1 T2 T3 --params mu_x,mu_y,backlash --servo module
     --budget 120`, from the sidewinding trial's friction (0.2, 0.2) and 2
-    degrees. Measured (x86_64, 2 cores, 118 s on both): ratio 1.505 (1.340-1.729,
-    truth 1.55), free play 4.04 degrees (3.71-4.53), mu_x 0.208
+    degrees. Measured (x86_64, 2 cores; 202 s here, 118 s with a pool of
+    two): ratio 1.505 (1.340-1.729, truth 1.55), free play 4.04 degrees (3.71-4.53), mu_x 0.208
     (0.185-0.247), mu_y 0.313 (0.270-0.363), all within 5 % and every range
     holding the truth; link 6's RMS error 16.5 -> 1.58 cm, 0.80 -> 0.13 cm
-    in the aligned windows; 19 evaluations, 144 replays."""
+    in the aligned windows; 19 evaluations, 144 replays. The start matters:
+    with the orthotropic trial first (0.1, 0.5), docs/fitting.md's first
+    floor fails on its frictions."""
     res = fit_trials(blind_trials, ["mu_x", "mu_y", "backlash"], servo="module", budget=120)
     ratio, back = res.derived["mu_y/mu_x"], res.ranges["backlash"]
     true_ratio = TRUTH["mu_y"] / TRUTH["mu_x"]
