@@ -229,10 +229,6 @@ def _least_squares(obj: Objective, z0: np.ndarray, evaluations: int, track):
                          xtol=5e-3, ftol=1e-3, gtol=1e-10)
 
 
-def _cost(obj: Objective, values: dict) -> float:
-    return float(np.sum(obj.residuals(values, obj.paths([values])[0]) ** 2))
-
-
 def _scale_scan(obj: Objective, z: np.ndarray, track) -> np.ndarray:
     """The point of :data:`SCALES` times the friction at ``z`` (every
     friction parameter multiplied, the rest held) with the least cost, or
@@ -252,9 +248,9 @@ def _scale_scan(obj: Objective, z: np.ndarray, track) -> np.ndarray:
     for v, paths in zip(points, obj.paths(points), strict=True):
         obj.record(v, paths)
     track()
-    costs = [_cost(obj, v) for v in points]
+    costs = [obj.cost(v) for v in points]
     k = int(np.argmin(costs))
-    return obj.unit(points[k]) if costs[k] < _cost(obj, here) else z
+    return obj.unit(points[k]) if costs[k] < obj.cost(here) else z
 
 
 def _search_least_squares(obj: Objective, start: dict, budget: int, track):
@@ -350,7 +346,7 @@ def _centre(obj: Objective, fitted: dict, paths: list, ranges: dict, message: st
     at = obj.paths([centre])[0]
     centre = obj.best_delay(centre, at)
     obj.record(centre, at)
-    if np.sum(obj.residuals(centre, at) ** 2) < np.sum(obj.residuals(fitted, paths) ** 2):
+    if obj.cost(centre, at) < obj.cost(fitted, paths):
         return centre, at, message + "; the profiles' centre fits better than the search's end"
     return fitted, paths, message
 

@@ -120,6 +120,13 @@ class Objective:
         return np.concatenate([residuals(s, p, delay, self.sigma)
                                for s, p in zip(self.samples, paths, strict=True)])
 
+    def cost(self, values: dict, paths: list | None = None) -> float:
+        """S, the sum of the squared residuals, for these values (their
+        replays: ``paths``, or the cache's, run if new)."""
+        if paths is None:
+            paths = self.paths([values])[0]
+        return float(np.sum(self.residuals(values, paths) ** 2))
+
     @property
     def aligned_dof(self) -> int:
         """Degrees of freedom the windows' rigid motions take from the
@@ -143,8 +150,7 @@ class Objective:
         from scipy.optimize import minimize_scalar
 
         lo, hi = self.delay_bounds
-        res = minimize_scalar(lambda d: float(np.sum(self.residuals({**values, "delay": d},
-                                                                    paths) ** 2)),
+        res = minimize_scalar(lambda d: self.cost({**values, "delay": d}, paths),
                               bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
         return {**values, "delay": float(res.x)}
 

@@ -129,14 +129,20 @@ def curvature(J: np.ndarray, r: np.ndarray, n_eff: float, scale: np.ndarray,
     return Curvature(C, s2, kappa, n, n_eff, Cz_seen, V[:, ~seen], scale)
 
 
+def _reached(low: float, high: float, bounds: tuple[float, float]) -> list[str]:
+    """The sides ("lower", "upper") of ``bounds`` a range low..high reaches."""
+    return [side for side, out in (("lower", low <= bounds[0]), ("upper", high >= bounds[1]))
+            if out]
+
+
 def curvature_range(value: float, se: float, bounds: tuple[float, float]) -> Range:
     """value +- 1.96 se, clipped to the bounds; not identifiable if clipped."""
     lo, hi = bounds
     if not math.isfinite(se):
         return Range(value, lo, hi, False, "curvature", "the residuals do not see it", se)
     low, high = value - 1.959964 * se, value + 1.959964 * se
-    reason = ("reaches the lower bound" if low <= lo else
-              "reaches the upper bound" if high >= hi else "")
+    sides = _reached(low, high, bounds)
+    reason = f"reaches the {sides[0]} bound" if sides else ""
     return Range(value, max(low, lo), min(high, hi), not reason, "curvature", reason, se)
 
 
@@ -230,7 +236,7 @@ def profile_range(values: np.ndarray, costs: np.ndarray, threshold: float,
     vertex = -b / (2 * a)
     half = math.sqrt(level / a)
     low, high = x0 + width * (vertex - half), x0 + width * (vertex + half)
-    sides = [side for side, out in (("lower", low <= lo), ("upper", high >= hi)) if out]
+    sides = _reached(low, high, bounds)
     reason = ("flat within the noise over its bounds" if len(sides) == 2 else
               f"reaches the {sides[0]} bound" if sides else "")
     return Range(min(max(x0 + width * vertex, lo), hi), max(low, lo), min(high, hi),
@@ -293,8 +299,7 @@ def _stretch(r: Range, low: float, high: float, value: float,
         ok = r.identifiable and (high - low) < abs(value)
         reason = r.reason or ("" if ok else "its range is wider than its value")
     else:
-        sides = [side for side, out in (("lower", low <= bounds[0]), ("upper", high >= bounds[1]))
-                 if out]
+        sides = _reached(low, high, bounds)
         ok = r.identifiable and not sides
         reason = r.reason or ("" if ok else f"reaches the {sides[0]} bound")
     return replace(r, value=value, low=low, high=high, identifiable=ok, reason=reason,

@@ -92,9 +92,8 @@ def _profiles(obj: Objective, z, J, r, cur, fitted, points, refit: int = 0) -> d
         name = obj.names[i]
         if name != "delay":
             values = obj.best_delay(values, paths)
-        cost = float(np.sum(obj.residuals(values, paths) ** 2))
         out[name][0].append(values[name])
-        out[name][1].append(cost)
+        out[name][1].append(obj.cost(values, paths))
     return {n: (np.array(v), np.array(c)) for n, (v, c) in out.items()}
 
 
@@ -143,7 +142,7 @@ def _widened(obj: Objective, ranges: dict[str, Range], derived: dict[str, Range]
     points = [values for values, _ in obj.history]
     if not points:
         return ranges, derived
-    S = np.array([float(np.sum(obj.residuals(v, obj.paths([v])[0]) ** 2)) for v in points])
+    S = np.array([obj.cost(v) for v in points])
     least = min([S_opt, float(S.min())] + [float(np.min(c)) for _, c in profiles.values()])
     rise = S - least
     out = {}

@@ -242,7 +242,6 @@ class SimulatedAiko:
         return float(clock[0]), int(attend[1]) if code == ATTENTION else -1
 
 
-
 def _loop_motion(theta: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, ...]:
     """plant_ticks's ``motion`` for n-1 joints: the motors' angles where the
     physics last saw them (a copy of theta (n-1, 2), updated), the play
