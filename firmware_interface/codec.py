@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from functools import lru_cache
 
 from aiko.model.errors import AikoError
 
@@ -126,6 +127,11 @@ class RawFrame:
             raise ValueError(f"not a standard CAN frame: 0x{self.arbitration_id:X}, "
                              f"{len(self.data)} bytes")
 
+
+CACHED_FRAMES = 16384
+"""Payloads and frames the codec keeps (a 15 s trial's references are 1500
+REF frames; a fit replays three trials dozens of times in each process)."""
+
 _I16 = (-32768, 32767)
 _U8 = (0, 255)
 
@@ -153,7 +159,14 @@ def _message(kind: str, node: int):
 
 
 def _pack(kind: str, node: int, raw: dict) -> bytes:
-    return bytes(_message(kind, node).encode(raw, scaling=False, strict=False))
+    return _packed(kind, node, tuple(raw.items()))
+
+
+@lru_cache(maxsize=CACHED_FRAMES)
+def _packed(kind: str, node: int, raw: tuple) -> bytes:
+    """The payload of checked raw values (cached: a trial's replays send the
+    same frames again and again)."""
+    return bytes(_message(kind, node).encode(dict(raw), scaling=False, strict=False))
 
 
 def encode(frame: Frame | RawFrame) -> tuple[int, bytes]:
@@ -201,6 +214,13 @@ def encode(frame: Frame | RawFrame) -> tuple[int, bytes]:
 
 def decode(arbitration_id: int, data: bytes | bytearray) -> Frame:
     """The frame of an identifier and payload; raises FrameError subclasses."""
+    return _decoded(arbitration_id, bytes(data))
+
+
+@lru_cache(maxsize=CACHED_FRAMES)
+def _decoded(arbitration_id: int, data: bytes) -> Frame:
+    """:func:`decode`, cached by identifier and payload (the frames are
+    frozen; an error is raised again each time, never cached)."""
     kind_node = frame_kind(arbitration_id)
     if kind_node is None:
         raise UnknownFrameError(arbitration_id)

@@ -37,7 +37,13 @@ import numpy as np
 from aiko.experiments.analysis.bounds import parse_bounds_spec
 from aiko.experiments.analysis.compare import ComparisonError, Paths, compare_paths
 from aiko.experiments.analysis.fit_objective import STEP, Objective
-from aiko.experiments.analysis.fit_ranges import Curvature, Range, at_value, derived_values
+from aiko.experiments.analysis.fit_ranges import (
+    Curvature,
+    Range,
+    at_value,
+    derived_values,
+    judge_width,
+)
 from aiko.experiments.analysis.fit_residuals import MIN_WINDOW_SAMPLES
 from aiko.experiments.analysis.fit_residuals import PENALTY_M as PENALTY
 from aiko.experiments.analysis.replay import ReplayInput
@@ -200,7 +206,7 @@ class FitResult:
 
 
 # ------------------------------------------------------------------ searches
-SCALES = (0.4, 0.5, 0.63, 0.8, 1.25, 1.6, 2.0)
+SCALES = (0.4, 0.5, 0.63, 0.8, 0.9, 1.1, 1.25, 1.6, 2.0)
 """Factors of the friction's scale the least-squares search tries between
 its two runs (friction's ratio and the rest held)."""
 
@@ -318,9 +324,14 @@ def _search_derivative_free(obj: Objective, start: dict, method: str, budget: in
 
 # ---------------------------------------------------------------------- fit
 def _start(inputs, names, bounds, start) -> dict:
-    p0 = inputs[0].params
-    default = {"mu": 0.5 * (p0.mu_x + p0.mu_y), "mu_x": p0.mu_x, "mu_y": p0.mu_y,
-               "ratio": p0.mu_y / p0.mu_x, "backlash": 2.0, "delay": 0.0}
+    """The search's start: ``start``'s values, else the friction the trials
+    were run with (each coefficient's median over the trials, so the order
+    they are given in does not matter), 2 degrees of free play, no delay;
+    within the bounds."""
+    mu_x = float(np.median([inp.params.mu_x for inp in inputs]))
+    mu_y = float(np.median([inp.params.mu_y for inp in inputs]))
+    default = {"mu": 0.5 * (mu_x + mu_y), "mu_x": mu_x, "mu_y": mu_y,
+               "ratio": mu_y / mu_x, "backlash": 2.0, "delay": 0.0}
     out = {n: (start or {}).get(n, default[n]) for n in names}
     return {n: min(max(v, bounds[n][0]), bounds[n][1]) for n, v in out.items()}
 
@@ -355,9 +366,11 @@ def _at_fit(obj: Objective, ranges: dict, derived: dict, fitted: dict):
     """Every range's value the fit's (a parameter's, and a derived quantity
     of the fitted values): one point that explains the trials, where the
     profiles' vertices, each found on its own, need not be one. Each range
-    stretched to hold it."""
+    stretched to hold it; a parameter's judged by its width too
+    (:func:`~aiko.experiments.analysis.fit_ranges.judge_width`)."""
     ranges = {n: at_value(r, fitted[n], (float(obj.lo[i]), float(obj.hi[i])))
               for i, (n, r) in enumerate(ranges.items())}
+    ranges = {n: r if n == "delay" else judge_width(r) for n, r in ranges.items()}
     at = derived_values(fitted)
     return ranges, {k: at_value(r, at[k]) for k, r in derived.items()}
 
@@ -368,8 +381,10 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
                method: str = "least-squares", budget: int = 60, noise_mm: float = NOISE_MM,
                profile_points: int = PROFILE_POINTS, profile_refit: int = 0,
                window: float = WINDOW, executor=None, progress=None) -> FitResult:
-    """Fit ``names`` (see the module docstring) to the trials ``inputs``.
-    ``start``: initial values (default: the trials' own friction, backlash 2
+    """Fit ``names`` (see the module docstring) to the trials ``inputs``
+    (taken in the order of their paths, so that the order they are given in
+    changes nothing; the trials' results come back in the order given).
+    ``start``: initial values (default: the trials' median friction, backlash 2
     deg, delay 0); ``servo``, ``u_tol``, ``max_iter``, ``dt``: fixed replay
     settings; ``budget``: evaluations of the search at most; ``noise_mm``:
     the motion capture's noise the residuals are weighed by; ``window``:
@@ -386,6 +401,9 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
     check_names(names)
     check_windows(inputs, window)
     bounds = {n: FIT_BOUNDS[n] for n in names} if bounds is None else bounds
+    given = list(inputs)
+    order = sorted(range(len(given)), key=lambda k: str(given[k].path))
+    inputs = [given[k] for k in order]   # the same fit whatever the order given
     start = _start(inputs, names, bounds, start)
     options = {"servo": servo, "u_tol": u_tol, "max_iter": max_iter, "dt": dt}
     obj = Objective(inputs, names, bounds, noise_mm / 1000.0, lambda v: _physics(v, options),
@@ -415,8 +433,9 @@ def fit_trials(inputs: list[ReplayInput], names: list[str], *, bounds=None, star
         fitted, paths, message = _centre(obj, fitted, paths, ranges, message)
     ranges, derived = _at_fit(obj, ranges, derived, fitted)
     e1 = obj.mean_error(paths, fitted.get("delay", 0.0))
+    a1 = obj.aligned_error(fitted, paths)
+    paths = [paths[order.index(k)] for k in range(len(given))]   # in the order given
     return FitResult(list(names), bounds, start, fitted, e0, e1, obj.simulations,
                      evaluations, time.perf_counter() - w0, method, message, obj.history,
-                     _per_trial(inputs, paths, fitted.get("delay", 0.0)), options, ranges,
-                     derived, cur, profiles, noise_mm, window, (a0, obj.aligned_error(fitted, paths)),
-                     search_s, paths)
+                     _per_trial(given, paths, fitted.get("delay", 0.0)), options, ranges,
+                     derived, cur, profiles, noise_mm, window, (a0, a1), search_s, paths)

@@ -23,9 +23,9 @@ optimum, with J (N, d) the residuals' Jacobian there:
 
 A parameter is identifiable from these trials when its range stays inside
 its bounds (a profile that stays under the threshold to a bound, or is flat
-over them, is not); a derived quantity when its range (the curvature's,
-through its gradient) is narrower than its value. Pure: arrays in, numbers
-out.
+over them, is not) and, but for a delay, is narrower than its value; a
+derived quantity when its range (the curvature's, through its gradient) is
+narrower than its value. Pure: arrays in, numbers out.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = ["CHI2_95", "Range", "Curvature", "curvature", "curvature_range",
            "profile_values", "profile_step", "profile_range", "profile_parabola", "roughness",
-           "derived_friction", "derived_values", "widen_by_points", "at_value"]
+           "derived_friction", "derived_values", "widen_by_points", "at_value", "judge_width"]
 
 CHI2_95 = 3.841458820694124
 """The chi-square quantile of one degree of freedom at 95 %."""
@@ -321,6 +321,16 @@ def widen_by_points(r: Range, values: np.ndarray, rise: np.ndarray, level: float
         return r
     return _stretch(r, min(r.low, float(inside.min())), max(r.high, float(inside.max())),
                     r.value, bounds, f"{r.source} and evaluated points")
+
+
+def judge_width(r: Range) -> Range:
+    """``r`` not identifiable if its range is as wide as its value or wider
+    (for a magnitude: a friction, a ratio, a free play; not a delay, whose
+    zero is no scale), as a derived quantity's already is: a range from a
+    tenth to twice the value stays inside the bounds, yet says little."""
+    if not r.identifiable or r.high - r.low < abs(r.value):
+        return r
+    return replace(r, identifiable=False, reason="its range is wider than its value")
 
 
 def at_value(r: Range, value: float, bounds: tuple[float, float] | None = None) -> Range:

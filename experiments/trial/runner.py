@@ -74,6 +74,7 @@ from .services import (
     Reporter,
     StreamPhases,
     TrialDone,
+    blame_exited_child,
     watch_child,
 )
 from .steering import TrialSteering
@@ -146,7 +147,7 @@ async def run_trial(config: TrialConfig, gait: Gait, can_io, clock, fanout: Fano
     can_io.on_tx = lambda t, i, d: fanout.emit(FrameSent(t, i, d))
     parts = _TrialParts.wire(config, gait, can_io, clock, fanout, nodes, mocap_source,
                              model, model_params, mocap_links)
-    return await _run(parts, partial(parts.tasks, children, status), on_end)
+    return await _run(parts, partial(parts.tasks, children, status), on_end, children)
 
 
 @dataclass
@@ -232,9 +233,11 @@ class _TrialParts:
 
 
 async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]],
-               on_end: Callable[[TrialResult], None] | None) -> TrialResult:
+               on_end: Callable[[TrialResult], None] | None, children=()) -> TrialResult:
     """Bring up, run the tasks in one TaskGroup until one ends the trial, then
-    the safe state and the result, on every way out."""
+    the safe state and the result, on every way out; a fault named by a
+    child of ``children`` that has ended, if one has
+    (:func:`~.services.blame_exited_child`)."""
     cfg, clock, sup = parts.config, parts.clock, parts.supervisor
     reason: EndReason = "completed"
     fault: TrialFault | None = None
@@ -264,16 +267,17 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
     finally:
         if froze:   # what this trial froze, not what its process had frozen before
             gc.unfreeze()
-        result = await _shut_down(parts, reason, fault, t_start)
+        result = await _shut_down(parts, reason, fault, t_start, children)
         if on_end is not None:
             on_end(result)
     return result
 
 
 async def _shut_down(parts: _TrialParts, reason: EndReason, fault: TrialFault | None,
-                     t_start: float) -> TrialResult:
-    """The wind-down after any end: safe state, the trial's end, the model's
-    last seconds; the result."""
+                     t_start: float, children=()) -> TrialResult:
+    """The wind-down after any end: safe state, the trial's end (its fault
+    named by an exited child of ``children``, if one has ended), the
+    model's last seconds; the result."""
     clock, sup, phases = parts.clock, parts.supervisor, parts.phases
     if phases.current != "wind-down" or reason != "completed":
         phases.enter("wind-down", end="safe state" if reason != "completed" else parts.config.end,
@@ -284,6 +288,7 @@ async def _shut_down(parts: _TrialParts, reason: EndReason, fault: TrialFault | 
             await sup.confirm_safe_state(on_frame=parts.dispatcher.on_raw)
         except asyncio.CancelledError:  # a second Ctrl-C: stop waiting
             pass
+    fault = blame_exited_child(fault, children)
     parts.fanout.emit(TrialEnded(clock.now(), reason, fault))
     t_gait0, t_gait_end = parts.periods.t_gait0, parts.periods.t_gait_end
     model = parts.model

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .runner import TrialConfig
 
 __all__ = ["Phases", "GaitPeriods", "CanDispatcher", "StreamPhases", "TrialDone",
-           "watch_child", "Reporter", "SETTLE_TIMEOUT"]
+           "watch_child", "blame_exited_child", "Reporter", "SETTLE_TIMEOUT"]
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +230,24 @@ async def watch_child(child) -> None:
         await asyncio.sleep(CHILD_POLL)
     raise TrialFault("process_exited", None,
                      f"the {child.name} (pid {child.pid}) stopped: {child.describe_exit()}")
+
+
+def blame_exited_child(fault: TrialFault | None, children) -> TrialFault | None:
+    """The fault a trial ends with, named by its cause: if a child whose exit
+    stops the trial (``children``) has ended and the fault is not that exit,
+    the exit, with the fault seen first after it. A dead simulated Aiko's
+    modules miss their heartbeats 0.3 s later, and a trial process short of
+    processor time may see them missed before it looks at the child again
+    (:data:`CHILD_POLL`); asked after the safe stop, the child's status is
+    known by then."""
+    if fault is None or fault.kind == "process_exited":
+        return fault
+    for child in children:
+        if child.proc.returncode is not None:
+            return TrialFault("process_exited", None,
+                              f"the {child.name} (pid {child.pid}) stopped: "
+                              f"{child.describe_exit()}; seen first: {fault.reason}")
+    return fault
 
 
 class Reporter:

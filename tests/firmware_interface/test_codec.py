@@ -163,3 +163,23 @@ def test_generated_c_code_packs_like_python(tmp_path):
     assert out[1] == f"{r.alpha_h:.4f} {r.alpha_v:.4f} {r.omega_h:.3f} {r.omega_v:.3f}"
     assert encode(Ref(7, 1.0, -1.0, 1.0, -1.0))[1] == bytes([0x10, 0x27, 0xF0, 0xD8, 0xE8, 0x03,
                                                                0x18, 0xFC])
+
+
+def test_the_codecs_caches_keep_its_checks_and_its_errors():
+    """encode and decode keep what they made (a fit replays the same frames
+    dozens of times), yet a value the codec refuses is refused after an
+    equal one was made (True == 1, but a bool is no node), a bytearray gives
+    the frame its bytes give, and a bad frame raises every time."""
+    ident, data = encode(Ref(1, 0.1, -0.2, 0.3, 0.0))
+    assert encode(Ref(1, 0.1, -0.2, 0.3, 0.0)) == (ident, data)
+    with pytest.raises(FrameValueError):
+        encode(Ref(True, 0.1, -0.2, 0.3, 0.0))
+    with pytest.raises(FrameValueError):
+        encode(Sync(True))
+    assert decode(ident, bytearray(data)) == decode(ident, data)
+    assert decode(ident, data).alpha_h == pytest.approx(0.1)
+    for _ in range(2):
+        with pytest.raises(MalformedFrameError):
+            decode(ident, data[:7])
+        with pytest.raises(UnknownFrameError):
+            decode(0x7FF, b"\x00")

@@ -20,6 +20,7 @@ from aiko.experiments.analysis.fit_ranges import (
     at_value,
     curvature,
     derived_friction,
+    judge_width,
     profile_range,
     profile_step,
     profile_values,
@@ -297,3 +298,13 @@ def test_a_range_takes_the_fits_value_and_holds_it():
     ratio = Range(2.0, 1.5, 2.5, True, "curvature", "", 0.25)
     assert at_value(ratio, 1.4).low == 1.4 and at_value(ratio, 1.4).identifiable
     assert not at_value(ratio, 0.9).identifiable          # 0.9-2.5 is wider than 0.9
+
+
+def test_a_range_as_wide_as_its_value_is_not_identifiable():
+    narrow = Range(0.15, 0.10, 0.20, True, "profile", "", 0.02)
+    assert judge_width(narrow) is narrow
+    wide = judge_width(Range(0.33, 0.06, 0.60, True, "profile", "", 0.06))
+    assert not wide.identifiable and wide.reason == "its range is wider than its value"
+    assert (wide.value, wide.low, wide.high) == (0.33, 0.06, 0.60)
+    at_bound = Range(0.1, 0.02, 0.5, False, "profile", "reaches the lower bound", None)
+    assert judge_width(at_bound) is at_bound          # the first reason stands
