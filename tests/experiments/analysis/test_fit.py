@@ -103,11 +103,11 @@ def test_the_same_trials_in_any_order_give_the_same_fit(synthetic_floor):
     ab, ba = fits
     assert ab.fitted == ba.fitted and ab.error_after == ba.error_after
     assert ab.aligned == ba.aligned and ab.error_before == ba.error_before
-    assert [h for h in ab.history] == [h for h in ba.history]
+    assert ab.history == ba.history and len(ab.history) > 1
     assert [p["trial"] for p in ab.per_trial] == ["a.mcap", "b.mcap"]
     assert [p["trial"] for p in ba.per_trial] == ["b.mcap", "a.mcap"]
     assert ab.per_trial[0]["rms_error_m"] == ba.per_trial[1]["rms_error_m"]
-    assert ab.paths[1] is not ab.paths[0] and ab.paths[1].t_model[-1] < 2.5
+    assert ab.paths[0].t_model[-1] > 2.5 > ab.paths[1].t_model[-1]    # a's 3 s, b's 2 s
 
 
 def test_fit_on_the_rig_trial_moves_toward_the_truth(known_floor_trial):
