@@ -227,7 +227,7 @@ def _decoded(arbitration_id: int, data: bytes) -> Frame:
     kind, node = kind_node
     if len(data) != DLC[kind]:
         raise MalformedFrameError(kind, arbitration_id, len(data), DLC[kind])
-    raw = _message(kind, node).decode(bytes(data), decode_choices=False, scaling=False)
+    raw = _message(kind, node).decode(data, decode_choices=False, scaling=False)
     if kind == "NMT":
         return Nmt(int(raw["command"]), int(raw["node_id"]))
     if kind == "SYNC":

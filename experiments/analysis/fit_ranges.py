@@ -294,16 +294,15 @@ def _stretch(r: Range, low: float, high: float, value: float,
              bounds: tuple[float, float] | None, source: str) -> Range:
     """``r`` with a new value and a range that holds the old one, judged
     again: a parameter's reaching a bound, a derived quantity's (no
-    ``bounds``) growing wider than its value, ends identifiability."""
+    ``bounds``) growing wider than its value (:func:`judge_width`), ends
+    identifiability."""
+    moved = replace(r, value=value, low=low, high=high, source=source)
     if bounds is None:
-        ok = r.identifiable and (high - low) < abs(value)
-        reason = r.reason or ("" if ok else "its range is wider than its value")
-    else:
-        sides = _reached(low, high, bounds)
-        ok = r.identifiable and not sides
-        reason = r.reason or ("" if ok else f"reaches the {sides[0]} bound")
-    return replace(r, value=value, low=low, high=high, identifiable=ok, reason=reason,
-                   source=source)
+        return judge_width(moved)
+    sides = _reached(low, high, bounds)
+    ok = r.identifiable and not sides
+    reason = r.reason or ("" if ok else f"reaches the {sides[0]} bound")
+    return replace(moved, identifiable=ok, reason=reason)
 
 
 def widen_by_points(r: Range, values: np.ndarray, rise: np.ndarray, level: float,

@@ -228,8 +228,14 @@ async def watch_child(child) -> None:
     longer, while the joint modules' heartbeats are missed after 0.3 s."""
     while child.proc.returncode is None:
         await asyncio.sleep(CHILD_POLL)
-    raise TrialFault("process_exited", None,
-                     f"the {child.name} (pid {child.pid}) stopped: {child.describe_exit()}")
+    raise _exit_fault(child)
+
+
+def _exit_fault(child, seen_first: str = "") -> TrialFault:
+    """The fault of a child's exit (and what the trial saw before it)."""
+    tail = f"; seen first: {seen_first}" if seen_first else ""
+    return TrialFault("process_exited", None,
+                      f"the {child.name} (pid {child.pid}) stopped: {child.describe_exit()}{tail}")
 
 
 def blame_exited_child(fault: TrialFault | None, children) -> TrialFault | None:
@@ -244,9 +250,7 @@ def blame_exited_child(fault: TrialFault | None, children) -> TrialFault | None:
         return fault
     for child in children:
         if child.proc.returncode is not None:
-            return TrialFault("process_exited", None,
-                              f"the {child.name} (pid {child.pid}) stopped: "
-                              f"{child.describe_exit()}; seen first: {fault.reason}")
+            return _exit_fault(child, fault.reason)
     return fault
 
 
