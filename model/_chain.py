@@ -311,12 +311,18 @@ def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
     for a in range(nr):
         sp = 0.0
         sn = 0.0
-        for j in range(6):
+        for j in range(3, 6):
             w = minv[j] * df[j]
             if jp >= 0:
                 sp += WJ[jp, 6 + j, a] * w
             if jn >= 0:
                 sn += WJ[jn, j, a] * w
+        if a < 3:  # the translational rows: +-identity (joint_blocks)
+            w = minv[a] * df[a]
+            if jp >= 0:
+                sp -= w
+            if jn >= 0:
+                sn += w
         dbp[a] = sp
         dbn[a] = sn
         if jp >= 0:
@@ -328,11 +334,35 @@ def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
 @njit(cache=True, error_model="numpy")
 def joint_rhs(WJ, v, bo, b):
     """b = W_J^T v + bo, (nJ, r): bo the drive rows' offset (zero on the
-    joints' constraint rows)."""
+    joints' constraint rows). The links' translations enter only the three
+    translational rows, as +-identity (:func:`joint_blocks`): added as such."""
     nr = NR
     for i in range(WJ.shape[0]):
         for a in range(nr):
             s = bo[i, a]
-            for j in range(12):
-                s += WJ[i, j, a] * v[6 * i + j]
+            for j in range(3, 6):
+                s += WJ[i, j, a] * v[6 * i + j] + WJ[i, 6 + j, a] * v[6 * i + 6 + j]
             b[i, a] = s
+        for a in range(3):
+            b[i, a] += v[6 * i + a] - v[6 * i + 6 + a]
+
+
+@njit(cache=True, error_model="numpy")
+def sub_joint_velocity(WJ, minv, P_J, v):
+    """v <- v - M^-1 W_J P_J: the velocity change of joint impulses P_J (nJ, r)
+    taken with the opposite sign (v (6n,); minv (n, 6) the links' diagonals of
+    M^-1). The translational rows of W_J are +-identity (:func:`joint_blocks`):
+    a link's translation takes only its joints' first three impulses."""
+    nr = NR
+    for i in range(WJ.shape[0]):
+        for j in range(3, 6):
+            sa = 0.0
+            sb = 0.0
+            for k in range(nr):
+                sa += WJ[i, j, k] * P_J[i, k]
+                sb += WJ[i, 6 + j, k] * P_J[i, k]
+            v[6 * i + j] -= minv[i, j] * sa
+            v[6 * i + 6 + j] -= minv[i + 1, j] * sb
+        for j in range(3):
+            v[6 * i + j] -= minv[i, j] * P_J[i, j]
+            v[6 * i + 6 + j] += minv[i + 1, j] * P_J[i, j]

@@ -36,6 +36,7 @@ from ._chain import (
     link_joints,
     link_velocity,
     propagate_left,
+    sub_joint_velocity,
 )
 from .prox import _prox_disc, _prox_ellipse, _prox_ellipse_warm
 
@@ -665,20 +666,6 @@ def _joint_solve(Ld, Ls, x):
 
 
 @njit(cache=True, error_model="numpy")
-def _sub_joint_velocity(WJ, minv, P_J, v):
-    """v <- v - M^-1 W_J P_J: the velocity change of joint impulses P_J (nJ, r)
-    taken with the opposite sign (v (6n,); minv (n, 6) the links' diagonals of
-    M^-1)."""
-    nr = NR
-    for i in range(WJ.shape[0]):
-        for j in range(12):
-            s = 0.0
-            for k in range(nr):
-                s += WJ[i, j, k] * P_J[i, k]
-            v[6 * i + j] -= minv[i + j // 6, j % 6] * s
-
-
-@njit(cache=True, error_model="numpy")
 def constrain_velocity(WJ, Ld, Ls, minv, bo, v, work):
     """v <- v - M^-1 W_J G_J^-1 (W_J^T v + bo): add the direct joint impulses
     that make W_J^T v = 0 (the corrected (84)); without drive rows the
@@ -686,15 +673,9 @@ def constrain_velocity(WJ, Ld, Ls, minv, bo, v, work):
     also the drives' impulses (:func:`drive_rows`; bo their offset, zero on the
     constraint rows). O(n). minv (n, 6); work (nJ, r) receives
     G_J^-1 (W_J^T v + bo), minus the impulses."""
-    nj = WJ.shape[0]
-    for i in range(nj):
-        for k in range(NR):
-            s = bo[i, k]
-            for j in range(12):
-                s += WJ[i, j, k] * v[6 * i + j]
-            work[i, k] = s
+    joint_rhs(WJ, v, bo, work)
     _joint_solve(Ld, Ls, work)
-    _sub_joint_velocity(WJ, minv, work, v)
+    sub_joint_velocity(WJ, minv, work, v)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
