@@ -37,6 +37,8 @@ import math
 
 from numba import njit
 
+from ._fused import fma
+
 _NO_JOINT = -1
 NR = 6
 """Rows per joint in the direct solve: the cardan joint's four constraints
@@ -50,7 +52,7 @@ def chol_factor(A, m, F):
     for j in range(m):
         s = A[j, j]
         for k in range(j):
-            s -= F[j, k] * F[j, k]
+            s = fma(-F[j, k], F[j, k], s)
         # 1/sqrt(s) as sqrt(s) * (1/s): the root and the division run side by
         # side (the pivots are the factorisation's critical path)
         d = math.sqrt(s) * (1.0 / s) if s > 0.0 else 1e300
@@ -58,7 +60,7 @@ def chol_factor(A, m, F):
         for i in range(j + 1, m):
             s = A[i, j]
             for k in range(j):
-                s -= F[i, k] * F[j, k]
+                s = fma(-F[i, k], F[j, k], s)
             F[i, j] = s * d
         for i in range(j):
             F[i, j] = 0.0
@@ -71,12 +73,12 @@ def chol_solve(F, m, x):
     for i in range(m):
         s = x[i]
         for k in range(i):
-            s -= F[i, k] * x[k]
+            s = fma(-F[i, k], x[k], s)
         x[i] = s * F[i, i]
     for i in range(m - 1, -1, -1):
         s = x[i]
         for k in range(i + 1, m):
-            s -= F[k, i] * x[k]
+            s = fma(-F[k, i], x[k], s)
         x[i] = s * F[i, i]
 
 
@@ -107,13 +109,13 @@ def joint_blocks(WJ, minv, D, E):
                 wa = ma * WJ[i, j, a]
                 wb = mb * WJ[i, 6 + j, a]
                 for c in range(a + 1):
-                    D[i, a, c] += wa * WJ[i, j, c] + wb * WJ[i, 6 + j, c]
+                    D[i, a, c] = fma(wa, WJ[i, j, c], fma(wb, WJ[i, 6 + j, c], D[i, a, c]))
         if i + 1 < nj:
             for j in range(3, 6):
                 for a in range(nr):
                     w = minv[i + 1, j] * WJ[i, 6 + j, a]
                     for c in range(nr):
-                        E[i, a, c] += w * WJ[i + 1, j, c]
+                        E[i, a, c] = fma(w, WJ[i + 1, j, c], E[i, a, c])
 
 
 @njit(cache=True, error_model="numpy")
@@ -136,7 +138,7 @@ def eliminations(D, E, Ld, Ls, FL, DR, FR, F4, lo, hi):
             for c in range(nr - 1, -1, -1):
                 s = Ls[i, r, c]
                 for k in range(c + 1, nr):
-                    s -= FL[i, r, k] * Ld[i - 1, k, c]
+                    s = fma(-FL[i, r, k], Ld[i - 1, k, c], s)
                 FL[i, r, c] = s * Ld[i - 1, c, c]
     for a in range(nr):
         for c in range(a + 1):
@@ -152,7 +154,7 @@ def eliminations(D, E, Ld, Ls, FL, DR, FR, F4, lo, hi):
             for c in range(a + 1):
                 s = D[i, a, c]
                 for k in range(nr):
-                    s -= FR[i, a, k] * E[i, c, k]
+                    s = fma(-FR[i, a, k], E[i, c, k], s)
                 DR[i, a, c] = s
 
 
@@ -192,7 +194,7 @@ def link_block(l, WJ, minv, Ld, Ls, DR, Y, K, C, t):
             for k in range(a):
                 f = Ld[jp, a, k]
                 for j in range(6):
-                    t[j] -= f * Y[k, j]
+                    t[j] = fma(-f, Y[k, j], t[j])
             d = Ld[jp, a, a]
             for j in range(6):
                 Y[a, j] = t[j] * d
@@ -207,7 +209,7 @@ def link_block(l, WJ, minv, Ld, Ls, DR, Y, K, C, t):
                 s = DR[jn, a, c]
                 if jp >= 0:
                     for k in range(nr):
-                        s -= Ls[jn, a, k] * Ls[jn, c, k]
+                        s = fma(-Ls[jn, a, k], Ls[jn, c, k], s)
                 C[a, c] = s
         chol_factor(C, nr, C)  # in place: A's column j is read before F's is written
         for a in range(nr):
@@ -217,11 +219,11 @@ def link_block(l, WJ, minv, Ld, Ls, DR, Y, K, C, t):
                 for k in range(nr):
                     f = Ls[jn, a, k]
                     for j in range(6):
-                        t[j] -= f * Y[k, j]
+                        t[j] = fma(-f, Y[k, j], t[j])
             for k in range(a):
                 f = C[a, k]
                 for j in range(6):
-                    t[j] -= f * Y[nr + k, j]
+                    t[j] = fma(-f, Y[nr + k, j], t[j])
             d = C[a, a]
             for j in range(6):
                 Y[nr + a, j] = t[j] * d
@@ -233,7 +235,7 @@ def link_block(l, WJ, minv, Ld, Ls, DR, Y, K, C, t):
         for c in range(a + 1):
             s = 0.0
             for i in range(2 * nr):
-                s += Y[i, a] * Y[i, c]
+                s = fma(Y[i, a], Y[i, c], s)
             K[a, c] = -s
             K[c, a] = -s
         K[a, a] += minv[a]
@@ -248,7 +250,7 @@ def propagate_left(i, b, FL, bL):
         s = b[i, a]
         if i > 0:
             for k in range(nr):
-                s -= FL[i, a, k] * bL[i - 1, k]
+                s = fma(-FL[i, a, k], bL[i - 1, k], s)
         bL[i, a] = s
 
 
@@ -263,7 +265,7 @@ def all_right(b, FR, bR, lo, hi):
             s = b[i, a]
             if i < nj - 1:
                 for k in range(nr):
-                    s -= FR[i, a, k] * bR[i + 1, k]
+                    s = fma(-FR[i, a, k], bR[i + 1, k], s)
             bR[i, a] = s
 
 
@@ -279,7 +281,7 @@ def link_velocity(l, v, nj, bL, bR, Ld, Ls, C, Y, z, out):
         if jp >= 0:
             s = bL[jp, a]
             for k in range(a):
-                s -= Ld[jp, a, k] * z[k]
+                s = fma(-Ld[jp, a, k], z[k], s)
             s *= Ld[jp, a, a]
         z[a] = s
     for a in range(nr):
@@ -288,15 +290,15 @@ def link_velocity(l, v, nj, bL, bR, Ld, Ls, C, Y, z, out):
             s = bR[jn, a]
             if jp >= 0:
                 for k in range(nr):
-                    s -= Ls[jn, a, k] * z[k]
+                    s = fma(-Ls[jn, a, k], z[k], s)
             for k in range(a):
-                s -= C[a, k] * z[nr + k]
+                s = fma(-C[a, k], z[nr + k], s)
             s *= C[a, a]
         z[nr + a] = s
     for j in range(6):
         s = v[6 * l + j]
         for i in range(2 * nr):
-            s -= Y[i, j] * z[i]
+            s = fma(-Y[i, j], z[i], s)
         out[j] = s
 
 
@@ -314,9 +316,9 @@ def joint_rhs_change(l, WJ, minv, df, b, dbp, dbn):
         for j in range(3, 6):
             w = minv[j] * df[j]
             if jp >= 0:
-                sp += WJ[jp, 6 + j, a] * w
+                sp = fma(WJ[jp, 6 + j, a], w, sp)
             if jn >= 0:
-                sn += WJ[jn, j, a] * w
+                sn = fma(WJ[jn, j, a], w, sn)
         if a < 3:  # the translational rows: +-identity (joint_blocks)
             w = minv[a] * df[a]
             if jp >= 0:
@@ -341,7 +343,7 @@ def joint_rhs(WJ, v, bo, b):
         for a in range(nr):
             s = bo[i, a]
             for j in range(3, 6):
-                s += WJ[i, j, a] * v[6 * i + j] + WJ[i, 6 + j, a] * v[6 * i + 6 + j]
+                s = fma(WJ[i, j, a], v[6 * i + j], fma(WJ[i, 6 + j, a], v[6 * i + 6 + j], s))
             b[i, a] = s
         for a in range(3):
             b[i, a] += v[6 * i + a] - v[6 * i + 6 + a]
@@ -359,8 +361,8 @@ def sub_joint_velocity(WJ, minv, P_J, v):
             sa = 0.0
             sb = 0.0
             for k in range(nr):
-                sa += WJ[i, j, k] * P_J[i, k]
-                sb += WJ[i, 6 + j, k] * P_J[i, k]
+                sa = fma(WJ[i, j, k], P_J[i, k], sa)
+                sb = fma(WJ[i, 6 + j, k], P_J[i, k], sb)
             v[6 * i + j] -= minv[i, j] * sa
             v[6 * i + 6 + j] -= minv[i + 1, j] * sb
         for j in range(3):

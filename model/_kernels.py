@@ -2,7 +2,10 @@
 
 Private: the public wrappers in :mod:`aiko.model.simulation` check their input and
 call these. Every kernel takes plain arrays and scalars. The readable dense twin
-of the whole step is :mod:`aiko.model.reference`; tests compare the two.
+of the whole step is :mod:`aiko.model.reference`; tests compare the two. The
+step's products are summed with :data:`aiko.model._fused.fma` (rounded once)
+where the code says so, never by the compiler's choice, so the step gives the
+same bits wherever it is compiled in.
 
 Array layouts (n links, c = 2n contact spheres, nJ = n - 1 joints):
 
@@ -38,6 +41,7 @@ from ._chain import (
     propagate_left,
     sub_joint_velocity,
 )
+from ._fused import fma
 from .prox import _prox_disc, _prox_ellipse, _prox_ellipse_warm
 
 PAR_FIELDS = (
@@ -623,13 +627,13 @@ def joint_system(Rs, par, minv, WJ, comp, D, E, Ld, Ls):
                 for c in range(nr):
                     s = E[i - 1, c, r]
                     for k in range(c):
-                        s -= Ls[i, r, k] * Ld[i - 1, c, k]
+                        s = fma(-Ls[i, r, k], Ld[i - 1, c, k], s)
                     Ls[i, r, c] = s * Ld[i - 1, c, c]
             for a in range(nr):
                 for b in range(a + 1):
                     s = 0.0
                     for k in range(nr):
-                        s += Ls[i, a, k] * Ls[i, b, k]
+                        s = fma(Ls[i, a, k], Ls[i, b, k], s)
                     S[a, b] -= s
         chol_factor(S, nr, S)  # in place: A's column j is read before F's is written
 
@@ -644,24 +648,24 @@ def _joint_solve(Ld, Ls, x):
             for r in range(nr):
                 s = 0.0
                 for k in range(nr):
-                    s += Ls[i, r, k] * x[i - 1, k]
+                    s = fma(Ls[i, r, k], x[i - 1, k], s)
                 x[i, r] -= s
         for r in range(nr):
             s = x[i, r]
             for k in range(r):
-                s -= Ld[i, r, k] * x[i, k]
+                s = fma(-Ld[i, r, k], x[i, k], s)
             x[i, r] = s * Ld[i, r, r]
     for i in range(nj - 1, -1, -1):  # L^T y = z
         if i < nj - 1:
             for r in range(nr):
                 s = 0.0
                 for k in range(nr):
-                    s += Ls[i + 1, k, r] * x[i + 1, k]
+                    s = fma(Ls[i + 1, k, r], x[i + 1, k], s)
                 x[i, r] -= s
         for r in range(nr - 1, -1, -1):
             s = x[i, r]
             for k in range(r + 1, nr):
-                s -= Ld[i, k, r] * x[i, k]
+                s = fma(-Ld[i, k, r], x[i, k], s)
             x[i, r] = s * Ld[i, r, r]
 
 
@@ -738,7 +742,7 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
                 for i in range(6):
                     s = 0.0
                     for j in range(6):
-                        s += K[l, i, j] * Wc[c, j, k]
+                        s = fma(K[l, i, j], Wc[c, j, k], s)
                     KW[c, i, k] = s
             for grp in range(3):
                 k0, k1 = _group_cols(grp)
@@ -746,7 +750,7 @@ def _contact_setup(P, active, dP, u, par, sol, Rs, WJ, Ld, Ls, v, Wc, ws):
                 for k in range(k0, k1):
                     g = 0.0
                     for i in range(6):
-                        g += Wc[c, i, k] * KW[c, i, k]
+                        g = fma(Wc[c, i, k], KW[c, i, k], g)
                     gmax = max(gmax, g)
                 if kind == 0:
                     rr[c, grp] = sol[3 + grp]
@@ -848,7 +852,7 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, 
                         for k in range(k0, k1):
                             g = 0.0
                             for j in range(6):
-                                g += Wc[c, j, k] * ul[j]
+                                g = fma(Wc[c, j, k], ul[j], g)
                             gam[k] = g
                         _contact_prox(P, c, gam, grp, rr[c], gA[c], gM[c], sn, cmu[c, 0], cmu[c, 1],
                                       cmu[c, 2], Pnew, tw)
@@ -861,8 +865,8 @@ def _sor_solve(P, par, sol, WJ, minv, v, Wc, nl, b, bL, bR, FL, FR, Ld, Ls, Cl, 
                             local = max(local, abs(d) / rr[c, grp])
                             P[c, k] = Pnew[c, k]
                             for i in range(6):
-                                ul[i] += KW[c, i, k] * d
-                                df[i] += Wc[c, i, k] * d
+                                ul[i] = fma(KW[c, i, k], d, ul[i])
+                                df[i] = fma(Wc[c, i, k], d, df[i])
                 if p == 0:
                     res = max(res, local)
                 if local <= sol[9]:

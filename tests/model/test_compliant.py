@@ -89,14 +89,18 @@ def test_a_resting_snake_sinks_a_steady_few_micrometres():
 @pytest.mark.parametrize("slope", [15.0, 20.0])
 def test_above_the_friction_limit_it_slides_like_the_analytic_block(slope):
     """tan(slope) > mu = 0.2: x = -1/2 g (sin - mu cos) t^2 within 0.2 %
-    after 1 s (measured 0.07 % and 0.03 %), without turning (10 um)."""
+    after 1 s (measured 0.07 % and 0.03 %), without turning (y within 1e-9 m;
+    measured 1e-15 m) and no deeper in the ground than the compliant law's
+    penetration (z within 40 um: it varies between 11 and 32 um along the
+    slide, measured every 0.2 s; 22 um at 1 s on the 20 degree slope)."""
     m = SnakeModel(SnakeParams(contact="compliant", slope_deg=slope), COMPLIANT_STEP)
     s0 = m.initial_state()
     s, _ = advance(m, s0, 1.0)
     a = math.radians(slope)
     expected = -0.5 * G * (math.sin(a) - 0.2 * math.cos(a)) * s.t ** 2
     np.testing.assert_allclose(s.q[:, 0] - s0.q[:, 0], expected, rtol=2e-3)
-    assert np.abs(s.q[:, 1:3] - s0.q[:, 1:3]).max() < 2e-5
+    assert np.abs(s.q[:, 1] - s0.q[:, 1]).max() < 1e-9
+    assert np.abs(s.q[:, 2] - s0.q[:, 2]).max() < 40e-6
 
 
 def test_below_the_friction_limit_it_creeps():

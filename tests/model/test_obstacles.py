@@ -229,8 +229,9 @@ def test_slide_down_a_frictionless_slope_stops_at_a_peg_and_stays():
     (0.3): on a frictionless peg this rest is unstable, the compressed tail
     slides off the peg's round side in a sideways bend that grows fivefold
     every 0.1 s from round-off (measured: 1e-13 m/s at 0.7 s, 2e-9 m/s at
-    1.4 s; a change of the order of the step's sums alone seeded it 7000x
-    larger, 1e-5 m/s at 1.4 s, and the rest's bound failed)."""
+    1.4 s; with the compiler fusing the step's products where it liked, it
+    was seeded 7000x larger, 1e-5 m/s at 1.4 s, and the rest's bound
+    failed)."""
     params = SnakeParams(slope_deg=20.0, mu_x=0.0, mu_y=0.0, mu_V=0.0)
     tail = -0.61 - P0.L_GS - P0.L_SC
     scene = Scene((Peg(tail - 0.05 - 0.02, 0.0, 0.05, mu=0.3),))
