@@ -149,8 +149,10 @@ def _fastest(repeat: int, run) -> float:
     return best
 
 
-def time_case(preset: str, dt: float, seconds: float, repeat: int) -> list[tuple[str, float]]:
-    """(part, microseconds a step) for the whole step and each part."""
+def time_case(preset: str, dt: float, seconds: float,
+              repeat: int) -> tuple[dict[str, float], float]:
+    """({part: microseconds a step} for the whole step, each part and the
+    rest, the mean number of links touching the ground)."""
     model, states, refs = _record(preset, dt, seconds)
     a = _inputs(model, states, refs)
     k = len(states)
@@ -177,9 +179,9 @@ def time_case(preset: str, dt: float, seconds: float, repeat: int) -> list[tuple
     for run in parts.values():  # compile or load, not timed
         run()
     times = {name: 1e6 * _fastest(repeat, run) / k for name, run in parts.items()}
-    rest = times["whole step"] - sum(v for name, v in times.items() if name != "whole step")
-    contacts = a["counts"].mean()
-    return [*times.items(), ("the rest", rest), ("links touching the ground", contacts)]
+    whole = times["whole step"]
+    times["the rest"] = whole - sum(v for name, v in times.items() if name != "whole step")
+    return times, float(a["counts"].mean())
 
 
 def main() -> None:
@@ -188,15 +190,24 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=0.5, help="the states recorded (s)")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    print(f"machine: {describe()}; the fastest of {args.repeat} runs, us a step")
+    if args.repeat < 1 or not args.seconds > 0:
+        ap.error("--repeat must be at least 1 and --seconds above 0")
+    cases = []
     for case in args.case or CASES:
-        preset, dt = case.split(",")
-        rows = time_case(preset, float(dt), args.seconds, args.repeat)
-        whole = rows[0][1]
-        print(f"{preset} at {1e3 * float(dt):g} ms")
-        for name, v in rows[:-1]:
-            print(f"  {name:20s} {v:7.2f}  {100 * v / whole:5.1f} %")
-        print(f"  links touching the ground, mean: {rows[-1][1]:.2f}")
+        preset, _, dt = case.partition(",")
+        try:
+            cases.append((preset, float(dt)))
+        except ValueError:
+            ap.error(f"--case {case!r}: expected PRESET,DT with DT in seconds")
+        if preset not in PRESETS or not cases[-1][1] > 0:
+            ap.error(f"--case {case!r}: unknown preset or a step not above 0")
+    print(f"machine: {describe()}; the fastest of {args.repeat} runs, us a step")
+    for preset, dt in cases:
+        times, links = time_case(preset, dt, args.seconds, args.repeat)
+        print(f"{preset} at {1e3 * dt:g} ms")
+        for name, v in times.items():
+            print(f"  {name:20s} {v:7.2f}  {100 * v / times['whole step']:5.1f} %")
+        print(f"  links touching the ground, mean: {links:.2f}")
 
 
 if __name__ == "__main__":
