@@ -114,13 +114,14 @@ def _physics(t, clock, theta, speed, live, driving, enc_ok, link, body, kin, mot
     return 0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def plant_ticks(t_event, end, tick, sample_dt, clock, bank, codes, events, body, kin, motion,
                 counts, samples, ns, dt, attend):
     """Ticks of ``tick`` s from clock[0] until the next one would have a frame
     due (t_event), or to ``end``, or (``attend``) after one in which a module
     has frames to send: see the module docstring. Returns OK, ATTENTION, or a
-    code below zero (the step's, or EVENTS_FULL)."""
+    code below zero (the step's, or EVENTS_FULL). Runs without the GIL (the
+    parallel model's thread steps meanwhile in virtual time)."""
     (t_mod, live, driving, operational, clamped, holding, seen_sync, last_sync, enc_reported,
      next_hb, par_m, ideal, fault, theta, link, duty, speed, strength, enc_ok, reported,
      target, omega, sat_since, cur_lim, n_sub, t_start, attention) = bank

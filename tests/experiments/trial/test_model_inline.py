@@ -1,7 +1,11 @@
 """The parallel model inline, for virtual time: each period's samples are
-handed on at once, and a failure stops the model, never its caller."""
+simulated on the model's thread and handed on with the next period's
+references, and a failure stops the model, never its caller."""
+
+import asyncio
 
 import numpy as np
+import pytest
 
 from aiko.control.gait import PRESETS, references
 from aiko.drivers.clock import VirtualClock
@@ -33,12 +37,36 @@ def drive(periods: int = 6, bad_at: int | None = None):
     return handed, events, inline
 
 
-def test_each_periods_samples_are_handed_on_at_once():
+def test_each_periods_samples_are_handed_on_with_the_next_period():
     handed, events, inline = drive()
-    assert len(handed) == 15 and events == ["model_started", "model_done"]
-    # a sample is made when the references after it arrive, at most a period later
-    assert all(-1e-9 <= now - t <= PERIOD + 1e-9 for now, t in handed)
+    assert events == ["model_started", "model_done"]
+    # the start's sample with the first references; the samples up to each
+    # period's send time with the next period's; the last ones at the end
+    expected = [(0.1, 0.0)]
+    for k in range(1, 6):
+        expected += [((k + 1) * PERIOD, (k - 0.5) * PERIOD), ((k + 1) * PERIOD, k * PERIOD)]
+    expected += [(0.7, 0.55), (0.7, 0.6), (0.7, 0.65), (0.7, 0.7)]
+    assert np.allclose(handed, expected, rtol=0, atol=1e-9)
     assert inline.done is not None and inline.done["steps"] == 700
+    assert inline._worker is None   # ended with the model
+
+
+def test_a_trial_cancelled_before_the_end_ends_the_models_thread():
+    clock = VirtualClock()
+    model = SnakeModel(SnakeParams(n=4))
+    inline = InlineModel(model, clock, 20.0)
+
+    async def trial():
+        task = asyncio.create_task(inline.run())
+        inline.start(0.0, model.initial_state().q, "test")
+        inline.send_refs(0.1, references(PRESETS["sidewinding"], 0.0, 3))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(trial())
+    assert inline._worker is None and inline.done is None
 
 
 def test_a_failing_step_stops_the_model_not_the_caller():
