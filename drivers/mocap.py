@@ -104,7 +104,7 @@ def decode_object_stream(data: bytes) -> tuple[int, dict[str, tuple[float, ...]]
             raise ObjectStreamError(f"item of size {size} (expected 72) or truncated")
         name_raw, *vals = _ITEM_BODY.unpack_from(data, pos)
         pos += size
-        if not all(math.isfinite(v) for v in vals):
+        if not all(map(math.isfinite, vals)):
             raise ObjectStreamError("non-finite value")
         name = name_raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
         objects[name] = tuple(vals)

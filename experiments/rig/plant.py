@@ -303,6 +303,7 @@ class MocapView:
         self.fixed = dict(fixed or {})
         self._rng = np.random.default_rng(seed)
         self._history: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
+        self._link_names: list[str] = []
 
     def record(self, t: float, positions: np.ndarray, rotations: np.ndarray) -> None:
         """The links' positions (n, 3) m and rotations (n, 3, 3) at t (s); kept
@@ -312,6 +313,12 @@ class MocapView:
         while (len(self._history) > 1
                and self._history[1][0] < t - self.latency - SAME_TIME):
             self._history.popleft()
+
+    def _names(self, n: int) -> list[str]:
+        """The links' names, link1 ... link<n> with this view's prefix."""
+        if len(self._link_names) != n:
+            self._link_names = [f"{self.prefix}{i + 1}" for i in range(n)]
+        return self._link_names
 
     def objects(self, t: float) -> dict[str, tuple[float, ...]] | None:
         due = t - self.latency
@@ -333,8 +340,8 @@ class MocapView:
         if self.noise_mm > 0:
             pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
         hidden = any(t0 <= due < t1 for t0, t1 in self.occluded)
-        out = {} if hidden else {f"{self.prefix}{i + 1}": (*pos[i], *rot[i])
-                                 for i in range(pos.shape[0])}
+        out = {} if hidden else dict(zip(self._names(pos.shape[0]),
+                                         map(tuple, np.hstack([pos, rot]).tolist())))
         for name, xyz in self.fixed.items():
             p = np.asarray(xyz, dtype=float)
             if self.noise_mm > 0:
