@@ -341,7 +341,8 @@ class MocapView:
             pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
         hidden = any(t0 <= due < t1 for t0, t1 in self.occluded)
         out = {} if hidden else dict(zip(self._names(pos.shape[0]),
-                                         map(tuple, np.hstack([pos, rot]).tolist())))
+                                         map(tuple, np.hstack([pos, rot]).tolist()),
+                                         strict=True))
         for name, xyz in self.fixed.items():
             p = np.asarray(xyz, dtype=float)
             if self.noise_mm > 0:
