@@ -87,10 +87,11 @@ class InlineModel(ModelSamples):
         self._pending = self._worker.submit(step)
 
     def _close(self) -> None:
-        """End the worker, after the simulation in flight (one period at most)."""
+        """End the worker, after the simulation in flight (one period at most;
+        its samples stay to be collected, by :meth:`end` say)."""
         worker, self._worker = self._worker, None
         if worker is not None:
-            worker.shutdown(wait=True, cancel_futures=True)
+            worker.shutdown(wait=True)
 
     def start(self, t0: float, q0: np.ndarray, source: str) -> None:
         self.started = True

@@ -51,22 +51,28 @@ def test_each_periods_samples_are_handed_on_with_the_next_period():
     assert inline._worker is None   # ended with the model
 
 
-def test_a_trial_cancelled_before_the_end_ends_the_models_thread():
+def test_a_trial_cancelled_before_the_end_ends_the_models_thread_and_can_still_finish():
     clock = VirtualClock()
     model = SnakeModel(SnakeParams(n=4))
-    inline = InlineModel(model, clock, 20.0)
+    handed: list = []
+    inline = InlineModel(model, clock, 20.0, on_sample=lambda t, p, lag: handed.append(t))
 
     async def trial():
         task = asyncio.create_task(inline.run())
         inline.start(0.0, model.initial_state().q, "test")
         inline.send_refs(0.1, references(PRESETS["sidewinding"], 0.0, 3))
         await asyncio.sleep(0)
-        task.cancel()
+        task.cancel()   # the trial's tasks end with a simulation in flight
         with pytest.raises(asyncio.CancelledError):
             await task
 
     asyncio.run(trial())
     assert inline._worker is None and inline.done is None
+    # the wind-down lets the model finish: the simulation in flight is kept
+    inline.end(0.2)
+    assert inline.done is not None and inline.done["steps"] == 200
+    assert np.allclose(handed, [0.0, 0.05, 0.1, 0.15, 0.2], rtol=0, atol=1e-9)
+    assert inline._worker is None
 
 
 def test_a_failing_step_stops_the_model_not_the_caller():
