@@ -108,12 +108,8 @@ class InlineModel(ModelSamples):
         """The references end at ``t_end``: simulate up to there; once."""
         if not self.started or self.done is not None:
             return
+        self._submit(lambda: self.pm.finish(t_end))
         self._collect()
-        if self.stopped is None:
-            try:
-                self._emit(self.pm.finish(t_end))
-            except AikoError as exc:
-                self._failed(exc)
         self._close()
         if self.stopped is None:   # its wall time stays out of the records
             self.done = {k: v for k, v in self.pm.stats().items() if k != "wall_s"}
