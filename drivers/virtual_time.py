@@ -108,7 +108,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         # asyncio's BaseEventLoop keeps its ready callbacks and timers in these
         if self._ready or self._polled.readable():  # type: ignore[attr-defined]
             return self._now
-        timers = self._scheduled  # type: ignore[attr-defined]
+        timers = self._scheduled  # type: ignore[attr-defined]  # a heap by time
+        if timers and not timers[0].cancelled():
+            return timers[0].when()
         return min((h.when() for h in timers if not h.cancelled()), default=math.inf)
 
 
@@ -123,9 +125,20 @@ def in_virtual_time() -> bool:
 def run_virtual(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` to its end on a new :class:`VirtualTimeLoop` (as
     ``asyncio.run`` does on a real one: the loop's async generators and
-    executor shut down, the loop closed)."""
+    executor shut down, the loop closed).
+
+    ``main``'s result is handed back past the runner's task: on its way out
+    asyncio's runner looks up the SIGINT handler it set, a partial holding
+    that task, and the lookup formats the task with its result (the whole
+    result's repr, then cut short: 20-30 ms for a trial's arrays)."""
+    box: list[T] = []
+
+    async def kept() -> None:
+        box.append(await main)
+
     with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
-        return runner.run(main)
+        runner.run(kept())
+    return box[0]
 
 
 class LoopClock:
