@@ -15,6 +15,10 @@ hypervisor's steal over the runs is reported beside them.
 
     python benchmarks/virtual_trial.py                      # 15 s, 3 presets, 4 rounds
     python benchmarks/virtual_trial.py --rounds 6 --parts --command
+    python benchmarks/virtual_trial.py --duration 2 --rounds 1 --parts --json vt.json
+
+``--json`` writes the figures for a script to judge (the suite's
+``tests/benchmarks/test_virtual_trial.py`` runs a short one).
 
 The parts (timers around them, so the trial runs a little slower): the
 simulated Aiko's compiled ticks (its physics and its modules' ticks, on the
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import statistics
 import subprocess
 import sys
@@ -118,6 +123,7 @@ def main() -> None:
     ap.add_argument("--parts", action="store_true", help="where the time goes (timers)")
     ap.add_argument("--command", action="store_true",
                     help="also the whole `aiko run` in a fresh interpreter")
+    ap.add_argument("--json", type=Path, metavar="FILE", help="write the figures here")
     a = ap.parse_args()
     if a.rounds < 1 or a.duration <= 0:
         ap.error("--rounds must be at least 1 and --duration positive")
@@ -150,6 +156,12 @@ def main() -> None:
         print(line)
         if p in parts:
             print(f"    timed run {parts[p][0]:.2f} s: {parts_line(*parts[p])}")
+    if a.json is not None:
+        a.json.write_text(json.dumps({
+            "machine": describe(), "duration_s": a.duration, "steal_percent": steal,
+            "presets": {p: {"trial_s": walls[p], "command_s": cmds[p],
+                            **({"timed_run_s": parts[p][0], "parts_s": dict(parts[p][1])}
+                               if p in parts else {})} for p in a.presets}}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
