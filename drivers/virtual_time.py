@@ -131,6 +131,8 @@ def run_virtual(main: Coroutine[Any, Any, T]) -> T:
     asyncio's runner looks up the SIGINT handler it set, a partial holding
     that task, and the lookup formats the task with its result (the whole
     result's repr, then cut short: 20-30 ms for a trial's arrays)."""
+    if not asyncio.iscoroutine(main):
+        raise ValueError(f"a coroutine was expected, got {main!r}")
     box: list[T] = []
 
     async def kept() -> None:

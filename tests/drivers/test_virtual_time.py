@@ -125,6 +125,8 @@ def test_the_result_comes_back_unformatted_and_errors_come_through():
 
     with pytest.raises(KeyError, match="the error"):
         run_virtual(fails())
+    with pytest.raises(ValueError, match="a coroutine was expected"):
+        run_virtual(asyncio.sleep)             # as asyncio's runner refuses it
 
 
 def test_the_loop_is_a_real_selector_loop_underneath():
