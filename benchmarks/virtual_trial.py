@@ -49,6 +49,7 @@ from aiko.experiments.files.gait_file import get_gait
 from aiko.experiments.trial.session import SessionReport, run_session
 from aiko.experiments.trial.settings import build_settings
 from aiko.experiments.trial.wiring import session_config
+from aiko.model.errors import AikoError
 
 PRESETS = ("sidewinding", "lateral-undulation", "lateral-undulation-orthotropic")
 
@@ -127,8 +128,18 @@ def main() -> None:
     a = ap.parse_args()
     if a.rounds < 1 or a.duration <= 0:
         ap.error("--rounds must be at least 1 and --duration positive")
-    folder = Path(tempfile.mkdtemp(prefix="virtual-trial-"))
+    for p in a.presets:
+        try:
+            get_gait(p)
+        except AikoError as exc:
+            ap.error(str(exc))
     print(f"machine: {describe()}; {a.duration:g} s trials, {a.rounds} rounds", flush=True)
+    with tempfile.TemporaryDirectory(prefix="virtual-trial-") as tmp:
+        report(a, Path(tmp))
+
+
+def report(a: argparse.Namespace, folder: Path) -> None:
+    """Run the trials into ``folder`` and print (and with --json write) the figures."""
     for p in a.presets:                       # the kernels and the figure's library
         trial(p, folder / f"warm-{p}.mcap", 1.0)
     walls: dict[str, list[float]] = {p: [] for p in a.presets}
