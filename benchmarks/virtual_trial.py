@@ -44,24 +44,18 @@ from pathlib import Path
 
 from machine import cpu_times, describe, steal_percent
 
-from aiko.drivers.virtual_time import run_virtual
 from aiko.experiments.files.gait_file import get_gait
-from aiko.experiments.trial.session import SessionReport, run_session
-from aiko.experiments.trial.settings import build_settings
-from aiko.experiments.trial.wiring import session_config
+from aiko.experiments.testing import run_virtual_session
 from aiko.model.errors import AikoError
 
 PRESETS = ("sidewinding", "lateral-undulation", "lateral-undulation-orthotropic")
 
 
 def trial(preset: str, out: Path, duration: float) -> float:
-    """Wall seconds of one trial in virtual time, run in this process."""
-    gait = get_gait(preset)
-    settings = build_settings({"time": "virtual", "duration": duration},
-                              look_for_rig_file=False)
-    config = session_config(settings, gait, out)
+    """Wall seconds of one trial in virtual time, run in this process (the
+    settings built, the session run; the log not read back)."""
     t0 = time.perf_counter()
-    run_virtual(run_session(config, gait, SessionReport()))
+    run_virtual_session(preset, out, duration=duration)
     return time.perf_counter() - t0
 
 

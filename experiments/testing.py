@@ -31,7 +31,7 @@ if TYPE_CHECKING:   # imported where used: pytest loads this plugin in every run
     from aiko.experiments.trial.runner import TrialResult
     from aiko.experiments.trial.session import SessionReport
 
-__all__ = ["VirtualTrial", "run_virtual_trial", "aiko_trial"]
+__all__ = ["VirtualTrial", "run_virtual_trial", "run_virtual_session", "aiko_trial"]
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,23 @@ def run_virtual_trial(gait: str | Gait, out: str | Path, *,
     rig in virtual time with these settings (``aiko run``'s, by name), its
     log written to ``out``; ``listeners`` get the trial's records as it runs.
     Without ``rig_file`` no rig file is read (a rig file describes a robot)."""
+    from aiko.experiments.files.triallog import read_trial
+
+    result, report = run_virtual_session(gait, out, listeners=listeners, rig_file=rig_file,
+                                         **settings)
+    return VirtualTrial(result, report, read_trial(out), Path(out))
+
+
+def run_virtual_session(gait: str | Gait, out: str | Path, *,
+                        listeners: Sequence[Listener] = (),
+                        rig_file: str | Path | None = None,
+                        **settings: Any) -> tuple[TrialResult, SessionReport]:
+    """:func:`run_virtual_trial` without reading the log back: the trial's
+    (result, report) only (a benchmark's timing, a caller that reads the log
+    its own way)."""
     from aiko.control.gait import Gait
     from aiko.drivers.virtual_time import run_virtual
     from aiko.experiments.files.gait_file import get_gait
-    from aiko.experiments.files.triallog import read_trial
     from aiko.experiments.trial.session import SessionReport, run_session
     from aiko.experiments.trial.settings import build_settings
     from aiko.experiments.trial.wiring import session_config
@@ -86,10 +99,10 @@ def run_virtual_trial(gait: str | Gait, out: str | Path, *,
     g = gait if isinstance(gait, Gait) else get_gait(str(gait))
     s = build_settings({"time": "virtual", **settings}, rig_file=rig_file,
                        look_for_rig_file=False)
-    config = session_config(s, g, Path(out))
     report = SessionReport()
-    result = run_virtual(run_session(config, g, report, listeners=listeners))
-    return VirtualTrial(result, report, read_trial(out), Path(out))
+    result = run_virtual(run_session(session_config(s, g, Path(out)), g, report,
+                                     listeners=listeners))
+    return result, report
 
 
 def _trials_in(folder: Path) -> Callable[..., VirtualTrial]:
