@@ -23,6 +23,7 @@ from .codec import encode
 from .delays import DelayHistogram
 from .emulator import JointModule, Outgoing
 from .group import JointModules
+from .inbox import FrameInbox
 from .protocol import MAX_NODE_ID, STATE_BASE, SYNC_ID
 
 __all__ = ["EmulatedJoints", "ANSWER_BIN"]
@@ -94,8 +95,8 @@ class EmulatedJoints:
     async def run(self) -> None:
         """Power the modules up and serve the bus until cancelled."""
         loop = asyncio.get_running_loop()
-        reader = can.AsyncBufferedReader()
-        notifier = BusReader(self.bus, [reader], loop)
+        inbox = FrameInbox(loop)
+        notifier = BusReader(self.bus, [inbox], loop)
         try:
             now = self.clock()
             self.queue(self.group.power_up(now))
@@ -103,22 +104,13 @@ class EmulatedJoints:
             next_tick = wake = now + self.tick_period
             while True:
                 wait = wake - self.clock()
-                received = []
                 if wait > 0:
-                    # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a
-                    # cancellation that arrives as the message does, and the
-                    # emulator would then never stop
-                    try:
-                        async with asyncio.timeout(wait):
-                            received.append(await reader.get_message())
-                    except TimeoutError:
-                        pass
+                    await inbox.wait(wait)
                 else:  # a tick is due: let the loop deliver, but do not wait
                     await asyncio.sleep(0)
                 # everything that arrived meanwhile, also when ticks are always
                 # due (a busy after_tick must not starve the bus)
-                while not reader.buffer.empty():
-                    received.append(reader.buffer.get_nowait())
+                received = inbox.take()
                 now = self.clock()
                 for msg in received:
                     self.frames_in += 1
