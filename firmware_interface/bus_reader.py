@@ -15,7 +15,9 @@ call) or after an answer that is no frame. Reading goes on while the
 descriptor is readable, at most :data:`MAX_READS` calls at one wake-up, so no
 loop iteration waits long. A failed read stops the reading and goes to the
 listeners' ``on_error``. A bus without a descriptor (python-can's virtual bus)
-is read by a Notifier thread.
+is read by a Notifier thread. A bus that can hand frames over as they
+arrive (:meth:`~aiko.firmware_interface.loop_bus.LoopBus.hand_to`, on a
+bitrate's wire in virtual time) hands them straight to the listeners.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class BusReader:
         self._fd = bus_fileno(bus)
         if self._fd >= 0:
             loop.add_reader(self._fd, self._readable)
+            hand_to = getattr(bus, "hand_to", None)
+            if hand_to is not None:
+                hand_to(self._received, loop)
         else:
             self._notifier = can.Notifier(bus, self.listeners, timeout=timeout, loop=loop)
 
@@ -76,6 +81,10 @@ class BusReader:
             self._stop_reading()
             self._on_error(exc)
 
+    def _received(self, msg: can.Message) -> None:
+        for listener in self.listeners:
+            listener.on_message_received(msg)
+
     def _on_error(self, exc: Exception) -> None:
         """To every listener that handles errors (python-can's ``Listener``
         raises NotImplementedError by default); logged if none does."""
@@ -91,6 +100,9 @@ class BusReader:
 
     def _stop_reading(self) -> None:
         if self._fd >= 0:
+            hand_to = getattr(self.bus, "hand_to", None)
+            if hand_to is not None:
+                hand_to(None)
             self._loop.remove_reader(self._fd)
             self._fd = -1
 

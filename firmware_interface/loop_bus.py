@@ -19,7 +19,11 @@ CAN bus does, on the running event loop's clock: one frame at a time, each
 ``47 + 8 * dlc`` bits (a standard frame with its interframe space; stuff bits
 not counted), delivered when its last bit is sent. In virtual time this is
 the bus's whole latency (a period's ten REFs and SYNC take 1.3 ms at
-1 Mbit/s); without a bitrate a frame arrives at once.
+1 Mbit/s); without a bitrate a frame arrives at once. A reader on the loop
+may take such frames straight from the delivering timer (:meth:`LoopBus.hand_to`,
+which :class:`~aiko.firmware_interface.bus_reader.BusReader` uses): no
+descriptor written and polled, no loop iteration between a frame's arrival
+and its listeners (about 5300 frames and as many iterations in a 15 s trial).
 
 Linux only (eventfd), like the simulated rig's other parts.
 """
@@ -32,6 +36,7 @@ import select
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import can
@@ -55,12 +60,25 @@ class LoopBus(can.BusABC):
         self._rx: deque[can.Message] = deque()
         self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_SEMAPHORE | os.EFD_CLOEXEC)
         self._open = True
+        self._receiver: Callable[[can.Message], None] | None = None
+        self._receiver_loop: asyncio.AbstractEventLoop | None = None
         with self._lock:
             self._channels.setdefault(channel, []).append(self)
         super().__init__(channel, **kwargs)
 
     def fileno(self) -> int:
         return self._efd
+
+    def hand_to(self, receiver: Callable[[can.Message], None] | None,
+                loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Frames whose last bit reaches this end on ``loop`` (sent with a
+        bitrate) go straight to ``receiver`` there, called from the loop's
+        timer at that instant, instead of waiting to be read (``recv``, the
+        descriptor, one loop iteration later); None: read as before. A frame
+        sent without a bitrate, and any frame while others wait unread, still
+        waits to be read, so none overtakes another."""
+        self._receiver = receiver
+        self._receiver_loop = loop if receiver is not None else None
 
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         if not self._open:
@@ -75,7 +93,7 @@ class LoopBus(can.BusABC):
                     is_error_frame=msg.is_error_frame, dlc=msg.dlc, data=bytes(msg.data),
                     is_rx=True, channel=self._name)
                 if loop is None:
-                    end._deliver(copy)
+                    end._enqueue(copy)
                 else:
                     loop.call_at(at, end._deliver, copy)
 
@@ -96,6 +114,15 @@ class LoopBus(can.BusABC):
     def _deliver(self, msg: can.Message) -> None:
         if not self._open:       # shut down while the frame was on the wire
             return
+        receiver = self._receiver
+        if receiver is not None and not self._rx and self._receiver_loop is asyncio.get_running_loop():
+            if not self._filters or self._matches_filters(msg):
+                receiver(msg)
+            return
+        self._enqueue(msg)
+
+    def _enqueue(self, msg: can.Message) -> None:
+        """Keep ``msg`` for ``recv`` and count it on the descriptor."""
         self._rx.append(msg)
         os.eventfd_write(self._efd, 1)
 

@@ -99,3 +99,49 @@ def test_a_failed_read_stops_reading_and_tells_the_listeners():
     assert len(errors) == 1 and "went away" in str(errors[0])
     assert fd == -1
     assert escaped == []
+
+
+def test_with_a_bitrate_frames_go_to_the_listeners_at_their_arrival_and_wait_once_stopped():
+    """In virtual time at 1 Mbit/s: the reader's listeners get each frame at
+    the instant its last bit is sent, from the delivering timer (nothing
+    counted on the descriptor); once the reader stops, frames wait for
+    ``recv`` again."""
+    from aiko.drivers.virtual_time import run_virtual
+
+    class Kept(LoopBus):
+        """Counts the frames kept for ``recv`` (on the descriptor)."""
+        kept = 0
+
+        def _enqueue(self, msg: can.Message) -> None:
+            self.kept += 1
+            super()._enqueue(msg)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        a, b = LoopBus("reader-wire", 1_000_000), Kept("reader-wire", 1_000_000)
+        seen: list[tuple[float, int]] = []
+
+        class Stamping(can.Listener):
+            def on_message_received(self, msg: can.Message) -> None:
+                seen.append((round(loop.time() * 1e6, 6), msg.arbitration_id))
+
+        reader = BusReader(b, [Stamping()], loop)
+        try:
+            for k in range(3):
+                a.send(can.Message(arbitration_id=0x200 + k, data=bytes(8),
+                                   is_extended_id=False))
+            await asyncio.sleep(0.001)
+            waiting = b.recv(0), b.kept
+            reader.stop()
+            a.send(can.Message(arbitration_id=0x080, data=b"\x01", is_extended_id=False))
+            await asyncio.sleep(0.001)
+            return seen, waiting, b.recv(0), b.kept
+        finally:
+            reader.stop()
+            a.shutdown()
+            b.shutdown()
+
+    seen, waiting, after, kept = run_virtual(main())
+    assert seen == [(111.0, 0x200), (222.0, 0x201), (333.0, 0x202)]
+    assert waiting == (None, 0)
+    assert after is not None and after.arbitration_id == 0x080 and kept == 1
