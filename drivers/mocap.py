@@ -27,6 +27,7 @@ nothing is dropped or invented.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import struct
@@ -79,13 +80,31 @@ class MocapSample:
         return self.position is None
 
 
+@functools.lru_cache(maxsize=16)
+def _datagram(count: int) -> struct.Struct:
+    """A whole datagram of ``count`` items of 72 bytes, packed or unpacked in
+    one call (a frame of 11 links in about a third of the time item by item)."""
+    return struct.Struct("<IB" + "BH24s6d" * count)
+
+
+_ITEM_FIELDS = 9
+"""Fields of one item in :func:`_datagram`: id, size, name, 6 values."""
+
+
 def encode_object_stream(frame: int, objects: dict[str, tuple]) -> bytes:
     """A Tracker UDP Object Stream datagram: objects name -> (x, y, z mm, rx, ry, rz)."""
-    out = [_HEAD.pack(frame, len(objects))]
+    fields: list = [frame, len(objects)]
     for name, vals in objects.items():
-        raw = name.encode("ascii")[:23]
-        out.append(_ITEM_HEAD.pack(0, 72) + _ITEM_BODY.pack(raw, *map(float, vals)))
-    return b"".join(out)
+        if len(vals) != 6:
+            raise ValueError(f"object {name!r} has {len(vals)} values, not 6")
+        fields += (0, _ITEM_BODY.size, _raw_name(name), *map(float, vals))
+    return _datagram(len(objects)).pack(*fields)
+
+
+@functools.lru_cache(maxsize=256)
+def _raw_name(name: str) -> bytes:
+    """An object's name as sent: ASCII, at most 23 bytes (NUL-padded by the packing)."""
+    return name.encode("ascii")[:23]
 
 
 def decode_object_stream(data: bytes) -> tuple[int, dict[str, tuple[float, ...]]]:
@@ -93,6 +112,28 @@ def decode_object_stream(data: bytes) -> tuple[int, dict[str, tuple[float, ...]]
     if len(data) < _HEAD.size:
         raise ObjectStreamError(f"datagram of {len(data)} bytes is shorter than its header")
     frame, count = _HEAD.unpack_from(data, 0)
+    whole = _datagram(count)
+    if len(data) == whole.size:
+        fields = whole.unpack(data)
+        objects = {}
+        for k in range(2, len(fields), _ITEM_FIELDS):
+            vals = fields[k + 3:k + 9]
+            if fields[k + 1] != _ITEM_BODY.size or not math.isfinite(sum(vals)):
+                break     # not well formed (or finite values whose sum overflows)
+            objects[_name(fields[k + 2])] = vals
+        else:
+            return frame, objects
+    return frame, _items(data, count)   # malformed somewhere: item by item, to say where
+
+
+@functools.lru_cache(maxsize=256)
+def _name(raw: bytes) -> str:
+    """An item's name from its 24 bytes (NUL-padded ASCII)."""
+    return raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
+
+
+def _items(data: bytes, count: int) -> dict[str, tuple[float, ...]]:
+    """The ``count`` items after the header, read one by one."""
     pos = _HEAD.size
     objects = {}
     for _ in range(count):
@@ -106,11 +147,10 @@ def decode_object_stream(data: bytes) -> tuple[int, dict[str, tuple[float, ...]]
         pos += size
         if not all(map(math.isfinite, vals)):
             raise ObjectStreamError("non-finite value")
-        name = name_raw.split(b"\0", 1)[0].decode("ascii", errors="replace")
-        objects[name] = tuple(vals)
+        objects[_name(name_raw)] = tuple(vals)
     if pos != len(data):
         raise ObjectStreamError(f"{len(data) - pos} bytes after the last item")
-    return frame, objects
+    return objects
 
 
 class _UdpProtocol(asyncio.DatagramProtocol):

@@ -7,7 +7,13 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiko.drivers.mocap import ObjectStreamError, decode_object_stream, encode_object_stream
+from aiko.drivers.mocap import (
+    _HEAD,
+    ObjectStreamError,
+    _items,
+    decode_object_stream,
+    encode_object_stream,
+)
 from aiko.firmware_interface.codec import FrameError, decode
 from aiko.firmware_interface.protocol import frame_kind
 
@@ -42,6 +48,38 @@ def test_vicon_datagrams(data):
         assert str(exc) and "\n" not in str(exc)
         return
     assert all(len(v) == 6 and all(math.isfinite(x) for x in v) for v in objects.values())
+
+
+def item_by_item(data: bytes):
+    """The reference reading: the header, then each item on its own."""
+    if len(data) < _HEAD.size:
+        raise ObjectStreamError("short")
+    frame, count = _HEAD.unpack_from(data, 0)
+    return frame, _items(data, count)
+
+
+@FUZZ
+@given(st.one_of(mutated(VALID), st.binary(max_size=300)))
+def test_a_datagram_read_whole_is_what_reading_it_item_by_item_gives(data):
+    try:
+        want = item_by_item(data)
+    except ObjectStreamError:
+        want = None
+    try:
+        got = decode_object_stream(data)
+    except ObjectStreamError:
+        got = None
+    assert got == want
+
+
+NAMES = st.text(st.characters(min_codepoint=1, max_codepoint=127), min_size=1, max_size=23)
+VALUES = st.tuples(*[st.floats(allow_nan=False, allow_infinity=False)] * 6)
+
+
+@FUZZ
+@given(st.integers(0, 2**32 - 1), st.dictionaries(NAMES, VALUES, max_size=30))
+def test_objects_come_back_as_they_were_sent(frame, objects):
+    assert decode_object_stream(encode_object_stream(frame, objects)) == (frame, objects)
 
 
 @FUZZ
