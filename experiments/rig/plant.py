@@ -257,13 +257,16 @@ _NO_SAMPLES = (np.zeros(0), np.zeros((0, 1, 3)), np.zeros(0))
 """plant_ticks's samples when none are taken (the rig records its own)."""
 
 
-def euler_xyz(R: np.ndarray) -> np.ndarray:
+def euler_xyz(R: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """XYZ Euler angles (rx, ry, rz) of rotation matrices (k, 3, 3) with
-    R = Rx(rx) Ry(ry) Rz(rz), rad (the Tracker stream's rotation)."""
-    ry = np.arcsin(np.clip(R[:, 0, 2], -1.0, 1.0))
-    rx = np.arctan2(-R[:, 1, 2], R[:, 2, 2])
-    rz = np.arctan2(-R[:, 0, 1], R[:, 0, 0])
-    return np.stack([rx, ry, rz], axis=1)
+    R = Rx(rx) Ry(ry) Rz(rz), rad (the Tracker stream's rotation); into
+    ``out`` (k, 3) when given."""
+    if out is None:
+        out = np.empty((R.shape[0], 3))
+    np.arctan2(-R[:, 1, 2], R[:, 2, 2], out=out[:, 0])
+    np.arcsin(np.clip(R[:, 0, 2], -1.0, 1.0), out=out[:, 1])
+    np.arctan2(-R[:, 0, 1], R[:, 0, 0], out=out[:, 2])
+    return out
 
 
 class MocapView:
@@ -335,14 +338,15 @@ class MocapView:
         if self.max_age is not None and reached < due - self.max_age - 1e-12:
             self.held += 1
             return None
-        pos = pos_m * 1000.0
-        rot = euler_xyz(rotations)
+        rows = np.empty((pos_m.shape[0], 6))      # x, y, z mm, rx, ry, rz per link
+        pos = rows[:, :3]
+        np.multiply(pos_m, 1000.0, out=pos)
         if self.noise_mm > 0:
-            pos = pos + self._rng.normal(0.0, self.noise_mm, pos.shape)
+            pos += self._rng.normal(0.0, self.noise_mm, pos.shape)
+        euler_xyz(rotations, out=rows[:, 3:])
         hidden = any(t0 <= due < t1 for t0, t1 in self.occluded)
-        out = {} if hidden else dict(zip(self._names(pos.shape[0]),
-                                         map(tuple, np.hstack([pos, rot]).tolist()),
-                                         strict=True))
+        out = {} if hidden else dict(zip(self._names(rows.shape[0]),
+                                         map(tuple, rows.tolist()), strict=True))
         for name, xyz in self.fixed.items():
             p = np.asarray(xyz, dtype=float)
             if self.noise_mm > 0:

@@ -71,6 +71,8 @@ class TrialLogListener:
     def __init__(self, trial_log) -> None:
         self.log = trial_log
         self._flushed = -float("inf")
+        # bound once: singledispatchmethod builds a new wrapper at every access
+        self._record = self._write
 
     async def start(self) -> None:
         """The log is open already (its owner opened it)."""
@@ -79,7 +81,7 @@ class TrialLogListener:
         self.log.flush()
 
     def on_record(self, record: Record) -> None:
-        self._write(record)
+        self._record(record)
         if record.t >= self._flushed + FLUSH_EVERY:
             self.log.flush()
             self._flushed = record.t
