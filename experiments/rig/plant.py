@@ -93,6 +93,7 @@ class SimulatedAiko:
         self._rec_x = np.empty((RECORD_START, len(self.group), 2, 2))
         self._rec_lo = self._rec_hi = 0
         self._half = np.repeat(0.5 * self.group.backlash()[:, None], 2, axis=1)
+        self._play = _play_array(self._half)     # the compiled loop's, kept
 
     @property
     def t(self) -> float:
@@ -222,7 +223,7 @@ class SimulatedAiko:
         state, kin = self.model.kernel_inputs(self.state)
         arrays, codes, events = bank.kernel_arrays(stop)
         clock = np.array([t_last, state.t, self.work, np.inf])   # work summed as advance does
-        motion = _loop_motion(self._theta, self._half)
+        motion = _loop_motion(self._theta, self._play)
         counts = np.zeros(3, dtype=np.int64)
         attend = np.array([1, -1], dtype=np.int64)
         code = plant_ticks(stop, np.inf, tick, np.inf, clock, arrays, codes, events,
@@ -242,15 +243,20 @@ class SimulatedAiko:
         return float(clock[0]), int(attend[1]) if code == ATTENTION else -1
 
 
-def _loop_motion(theta: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, ...]:
+def _loop_motion(theta: np.ndarray, play: np.ndarray) -> tuple[np.ndarray, ...]:
     """plant_ticks's ``motion`` for n-1 joints: the motors' angles where the
     physics last saw them (a copy of theta (n-1, 2), updated), the play
-    [half_h, half_v, driven_h, driven_v] (n-1, 4) from half (n-1, 2) (the
-    driven flags set at every tick), and scratch for the links' rotations
-    (n, 3, 3) and joint angles (n-1, 4), which hold the last tick's."""
+    (:func:`_play_array`, whose driven flags the loop sets at every tick),
+    and scratch for the links' rotations (n, 3, 3) and joint angles (n-1, 4),
+    which hold the last tick's."""
     nj = theta.shape[0]
-    return (np.array(theta, dtype=float), np.column_stack([half, np.ones((nj, 2))]),
-            np.empty((nj + 1, 3, 3)), np.empty((nj, 4)))
+    return (np.array(theta, dtype=float), play, np.empty((nj + 1, 3, 3)), np.empty((nj, 4)))
+
+
+def _play_array(half: np.ndarray) -> np.ndarray:
+    """The play [half_h, half_v, driven_h, driven_v] (n-1, 4) plant_ticks
+    takes, from half (n-1, 2) (the driven flags are set at every tick)."""
+    return np.column_stack([half, np.ones((half.shape[0], 2))])
 
 
 _NO_SAMPLES = (np.zeros(0), np.zeros((0, 1, 3)), np.zeros(0))
@@ -401,7 +407,7 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     modules.set_angles(angles)
     n = model.n
     half = 0.5 * modules.backlash()
-    motion = _loop_motion(modules.motor_angles(), np.column_stack([half, half]))
+    motion = _loop_motion(modules.motor_angles(), _play_array(np.column_stack([half, half])))
     body = (start.q, start.u, start.P, start.active, start.dP)
     bank, codes, events = modules.kernel_arrays(PLANT_TICK)   # the first tick is the longest
     sample_dt = 1.0 / rate
