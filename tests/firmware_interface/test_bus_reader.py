@@ -145,3 +145,30 @@ def test_with_a_bitrate_frames_go_to_the_listeners_at_their_arrival_and_wait_onc
     assert seen == [(111.0, 0x200), (222.0, 0x201), (333.0, 0x202)]
     assert waiting == (None, 0)
     assert after is not None and after.arbitration_id == 0x080 and kept == 1
+
+
+def test_a_frame_off_the_wire_does_not_overtake_one_waiting_to_be_read():
+    """A frame sent without a bitrate waits on the descriptor until the loop
+    polls it; a frame whose last bit arrives meanwhile (the wire's timer,
+    called here directly) waits behind it instead of going straight to the
+    listeners."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        instant, b = LoopBus("reader-order"), LoopBus("reader-order", 1_000_000)
+        got = _Counting()
+        reader = BusReader(b, [got], loop)
+        try:
+            instant.send(can.Message(arbitration_id=0x700 + 1, data=b"\x05",
+                                     is_extended_id=False))
+            b._deliver(can.Message(arbitration_id=0x181, data=bytes(8), is_extended_id=False))
+            first = list(got.frames)
+            for _ in range(3):
+                await asyncio.sleep(0)
+            return first, [ident for _, ident in got.frames]
+        finally:
+            reader.stop()
+            for bus in (instant, b):
+                bus.shutdown()
+
+    first, order = asyncio.run(main())
+    assert first == [] and order == [0x701, 0x181]
