@@ -94,6 +94,8 @@ class SimulatedAiko:
         self._rec_lo = self._rec_hi = 0
         self._half = np.repeat(0.5 * self.group.backlash()[:, None], 2, axis=1)
         self._play = _play_array(self._half)     # the compiled loop's, kept
+        self._loop_state: SnakeState | None = None   # the state the loop steps in place
+        self._kin: tuple[np.ndarray, ...] = ()
 
     @property
     def t(self) -> float:
@@ -220,7 +222,7 @@ class SimulatedAiko:
         assert isinstance(bank, ModuleBank), "compiled ticks need a ModuleBank"
         if t_last + tick >= stop - 1e-12:
             return t_last, -1
-        state, kin = self.model.kernel_inputs(self.state)
+        state, kin = self._loop_inputs()
         arrays, codes, events = bank.kernel_arrays(stop)
         clock = np.array([t_last, state.t, self.work, np.inf])   # work summed as advance does
         motion = _loop_motion(self._theta, self._play)
@@ -232,15 +234,25 @@ class SimulatedAiko:
                            attend)
         if code < 0:
             _plant_failed(code, self.model, clock)
+        self.state = state
         if counts[0] > 0:
             state.t = float(clock[1])
-            self.state = state
             self._theta, self._angles = motion[0], motion[3]
         self.steps += int(counts[0])
         self.iterations += int(counts[1])
         self.unconverged += int(counts[2])
         self.work = float(clock[2])
         return float(clock[0]), int(attend[1]) if code == ATTENTION else -1
+
+    def _loop_inputs(self) -> tuple[SnakeState, tuple[np.ndarray, ...]]:
+        """The state :meth:`run_ticks` steps in place and the model's arrays
+        (:meth:`~aiko.model.SnakeModel.kernel_inputs`): a checked copy of
+        :attr:`state` where it is not the one the last call left (a state a
+        caller handed over, or :meth:`advance` made, stays as it was), else
+        that one again, with no copy or check."""
+        if self.state is not self._loop_state:
+            self._loop_state, self._kin = self.model.kernel_inputs(self.state)
+        return self._loop_state, self._kin
 
 
 def _loop_motion(theta: np.ndarray, play: np.ndarray) -> tuple[np.ndarray, ...]:
