@@ -104,3 +104,34 @@ def test_ticks_run_ahead_are_the_bank_ticked_and_the_plant_advanced_tick_by_tick
     np.testing.assert_array_equal(bank_a.motor_angles(), bank_b.motor_angles())
     np.testing.assert_array_equal(bank_a.link_angles(), bank_b.link_angles())
     assert a.run_ticks(t_a, t_a + 0.5 * PLANT_TICK, PLANT_TICK) == (t_a, -1)   # none before stop
+
+
+def test_ticks_run_ahead_in_several_calls_are_one_call_and_leave_the_given_state_alone():
+    """run_ticks steps the state it made in place from one call to the next:
+    three calls give the state one call gives, to the last bit, and the
+    state handed to the plant stays as it was."""
+    from aiko.experiments.rig.plant import PLANT_TICK, SimulatedAiko, _send_period, _started_bank
+
+    model, state, _, refs = _case("lateral-undulation", 0.5)
+    ends = []
+    for stops in ((0.011, 0.021, 0.031), (0.031,)):
+        given = state.copy()
+        given.t = 0.0
+        kept = given.copy()
+        bank = _started_bank(model, math.radians(4.0), "module")
+        aiko = SimulatedAiko(model, bank, given)
+        _send_period(bank, 0.0, refs[0], 0)
+        t = 0.0
+        for stop in stops:
+            t, rows = aiko.run_ticks(t, stop, PLANT_TICK)
+            assert rows == -1                          # no frames before the first heartbeat
+        assert aiko.state is not given
+        for name in ("q", "u", "P", "active", "dP"):
+            np.testing.assert_array_equal(getattr(given, name), getattr(kept, name))
+        assert given.t == 0.0
+        ends.append((t, aiko))
+    (t_a, a), (t_b, b) = ends
+    assert t_a == t_b == pytest.approx(0.030) and a.steps == b.steps == 60
+    for name in ("q", "u", "P", "active", "dP"):
+        np.testing.assert_array_equal(getattr(a.state, name), getattr(b.state, name))
+    assert (a.state.t, a.iterations, a.work) == (b.state.t, b.iterations, b.work)
