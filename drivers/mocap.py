@@ -84,7 +84,8 @@ class MocapSample:
 def _datagram(count: int) -> struct.Struct:
     """A whole datagram of ``count`` items of 72 bytes, packed or unpacked in
     one call (a frame of 11 links in about a third of the time item by item)."""
-    return struct.Struct("<IB" + "BH24s6d" * count)
+    item = _ITEM_HEAD.format[1:] + _ITEM_BODY.format[1:]     # the layouts without "<"
+    return struct.Struct(_HEAD.format + item * count)
 
 
 _ITEM_FIELDS = 9
