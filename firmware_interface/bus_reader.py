@@ -73,8 +73,7 @@ class BusReader:
             for _ in range(MAX_READS):
                 msg = self.bus.recv(0)
                 if msg is not None:
-                    for listener in self.listeners:
-                        listener.on_message_received(msg)
+                    self._received(msg)
                 elif not select.select([fd], [], [], 0)[0]:
                     return
         except (can.CanError, OSError, ValueError) as exc:
@@ -82,6 +81,7 @@ class BusReader:
             self._on_error(exc)
 
     def _received(self, msg: can.Message) -> None:
+        """One frame to every listener (read here, or handed over by the bus)."""
         for listener in self.listeners:
             listener.on_message_received(msg)
 
