@@ -114,13 +114,17 @@ class RealtimeGovernor:
             self.request()
 
 
-def freeze_heap() -> None:
+def freeze_heap(collect: bool = True) -> None:
     """Collect the heap once and freeze it: call when a process has imported
     and loaded what it needs, before it starts keeping time. A full pass of
     the garbage collector over a process that loaded the model's kernels,
     numpy and cantools takes tens of ms (75 ms in the simulated Aiko's
     modules' process; a process that also ran matplotlib and dask: several
     100 ms), enough to make a period late, an answer miss its SYNC or a node
-    look lost; frozen, the collector scans only what is made afterwards."""
-    gc.collect()
+    look lost; frozen, the collector scans only what is made afterwards.
+    ``collect=False`` freezes without that first pass (where the pass would
+    cost as much as the one the freeze may save: a trial in virtual time);
+    cyclic garbage frozen with the heap waits for ``gc.unfreeze``."""
+    if collect:
+        gc.collect()
     gc.freeze()

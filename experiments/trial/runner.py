@@ -242,13 +242,16 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
     reason: EndReason = "completed"
     fault: TrialFault | None = None
     t_start = clock.now()
-    froze = not in_virtual_time()   # in virtual time a collection misses no deadline
+    # the heap frozen for the trial and unfrozen after it, unless its process
+    # froze it before (gc.unfreeze would thaw that too); in virtual time
+    # without the full pass first, which costs what a frozen heap saves
+    froze = gc.get_freeze_count() == 0
     parts.fanout.emit(TrialStarted(t_start, parts.stream.streamer.gait.name, parts.nodes,
                                    clock.wall_start, cfg.steering))
     try:
         try:
             if froze:
-                freeze_heap()   # before the nodes are started
+                freeze_heap(collect=not in_virtual_time())   # before the nodes are started
             parts.phases.enter("bring-up", nodes=parts.nodes, timeout=cfg.startup_timeout)
             await sup.bring_up(cfg.startup_timeout, on_frame=parts.dispatcher.on_raw)
             async with asyncio.TaskGroup() as tg:
@@ -265,7 +268,7 @@ async def _run(parts: _TrialParts, make_tasks: Callable[[], dict[str, Coroutine]
         reason = "nodes_missing"
         raise
     finally:
-        if froze:   # what this trial froze, not what its process had frozen before
+        if froze:   # what this trial froze: nothing was frozen before it
             gc.unfreeze()
         result = await _shut_down(parts, reason, fault, t_start, children)
         if on_end is not None:

@@ -1,10 +1,17 @@
 """The real-time class, asked for and left as a process keeps up or not."""
 
+import gc
 import os
 
 import pytest
 
-from aiko.drivers.priority import Priority, RealtimeGovernor, request_normal, request_realtime
+from aiko.drivers.priority import (
+    Priority,
+    RealtimeGovernor,
+    freeze_heap,
+    request_normal,
+    request_realtime,
+)
 
 
 def test_the_governor_leaves_the_real_time_class_while_its_process_cannot_catch_up():
@@ -60,3 +67,30 @@ def test_request_realtime_moves_the_calling_process_and_request_normal_brings_it
     finally:
         request_normal()
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+def _collections_during(call) -> list[int]:
+    """The generations the garbage collector passed over while ``call`` ran."""
+    seen: list[int] = []
+
+    def watch(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(watch)
+    try:
+        call()
+    finally:
+        gc.callbacks.remove(watch)
+    return seen
+
+
+def test_freeze_heap_collects_once_before_freezing_unless_told_not_to():
+    made = [[] for _ in range(100)]     # tracked objects, not frozen yet
+    before = gc.get_freeze_count()
+    assert _collections_during(lambda: freeze_heap(collect=False)) == []
+    assert gc.get_freeze_count() >= before + len(made)
+    more = [[] for _ in range(100)]
+    before = gc.get_freeze_count()
+    assert _collections_during(freeze_heap) == [2]
+    assert gc.get_freeze_count() >= before + len(more)

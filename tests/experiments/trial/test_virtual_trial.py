@@ -18,6 +18,7 @@ from aiko.control.supervisor import FaultPolicy
 from aiko.drivers.virtual_time import run_virtual
 from aiko.experiments.files.triallog import read_trial
 from aiko.experiments.rig import virtual_rig
+from aiko.experiments.testing import run_virtual_session
 from aiko.experiments.trial.session import SessionError, SessionReport, run_session
 from aiko.experiments.trial.settings import SettingsError, build_settings
 from aiko.experiments.trial.wiring import session_config
@@ -152,9 +153,10 @@ def test_a_module_silent_from_the_start_is_the_one_line_error_of_real_time(tmp_p
 
 
 def test_a_virtual_trial_leaves_the_processs_frozen_heap_as_it_was(tmp_path):
-    """A real-time trial freezes the heap at its bring-up and unfreezes it at
-    its end; a virtual trial does neither, and so keeps what its process had
-    frozen before (a test worker, a program that froze its start-up)."""
+    """A trial freezes the heap at its bring-up and unfreezes it at its end
+    only where its process had frozen nothing before (``gc.unfreeze`` would
+    thaw that too): what a test worker or a program froze at its start-up
+    stays frozen."""
     marker = {"frozen": [True]}       # a container the collector tracks
     gc.collect()
     gc.freeze()
@@ -166,3 +168,38 @@ def test_a_virtual_trial_leaves_the_processs_frozen_heap_as_it_was(tmp_path):
         assert not any(o is marker for o in gc.get_objects())
     finally:
         gc.unfreeze()
+
+
+class _FreezeWatch:
+    """A listener noting, for each record, whether the heap was frozen."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def on_record(self, record) -> None:
+        self.seen.append((type(record).__name__, gc.get_freeze_count()))
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+
+def test_a_virtual_trial_in_a_process_with_nothing_frozen_runs_on_a_frozen_heap(tmp_path):
+    """Frozen from the bring-up (every period sent on a frozen heap, so the
+    collector's full passes scan only what the trial makes), thawed after."""
+    watch = _FreezeWatch()
+    gc.unfreeze()        # the suite's teardown froze this worker's heap
+    try:
+        assert gc.get_freeze_count() == 0
+        result, _ = run_virtual_session("still", tmp_path / "t.mcap", listeners=[watch],
+                                        duration=0.3, plant="ideal", no_model=True)
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.freeze()
+    assert result.reason == "completed"
+    periods = [count for kind, count in watch.seen if kind == "PeriodSent"]
+    assert len(periods) >= 3 and min(periods) > 0
+    ends = [(kind, count) for kind, count in watch.seen if kind in ("TrialStarted", "TrialEnded")]
+    assert ends == [("TrialStarted", 0), ("TrialEnded", 0)]
