@@ -115,11 +115,10 @@ def _bias(paths: np.ndarray, mean_ref: np.ndarray) -> np.ndarray:
 
 
 def _configs(a: argparse.Namespace) -> list[tuple[str, tuple[SolverParams, dict]]]:
-    """The configurations studied against the reference, in order: the
-    refinements, the reference's other variants, then each drive, tolerance and step."""
-    configs = list(refinements(a.refinements).items())
-    if not a.no_variants:
-        configs += list(VARIANTS.items())
+    """The configurations studied against the reference after its
+    refinements, in order: the reference's other variants, then each drive,
+    tolerance and step."""
+    configs = [] if a.no_variants else list(VARIANTS.items())
     for drive in a.drive:
         kind, _, weight = drive.partition("@")
         for u_tol in a.u_tol:
@@ -150,46 +149,49 @@ def _row(head: str, out, ref_mean: np.ndarray, pool: np.ndarray | None, bound: f
 
 
 def study(name: str, a: argparse.Namespace, configs, verdict: dict) -> None:
-    """One preset's rows: the reference, then every configuration against it
-    (and, with more than one refinement, against the pooled reference: the
-    rows up to the last refinement are printed once the pool is known);
-    verdict collects whether each configuration stays within the bound on
-    every preset."""
+    """One preset's rows: the reference, its refinements, then every
+    configuration, each against the reference (and, with more than one
+    refinement, against the pooled reference); verdict collects whether each
+    configuration stays within the bound on every preset."""
     ref = ensemble(name, REFERENCE, a.duration, a.members)
     if ref is None:
         raise SystemExit(f"{name}: the reference diverged")
     ref_mean = ref[0].mean(axis=0)
     travel_ref = float(np.linalg.norm(ref_mean[-1] - ref_mean[0]))
     bound = max(0.01, 0.01 * travel_ref)
-    refined = list(refinements(a.refinements)) if a.refinements > 1 else []
-    held = [(f"{name:<32}{'explicit':>15}{REFERENCE.dt * 1e3:>6.2f}{REFERENCE.u_tol:>7.0e}"
-             f"{'ref':>9}{'':>8}{100 * spread(ref[0]):>10.2f}{travel_ref:>9.3f}{'':>7}"
-             f"{statistics.mean(ref[2]):>8.1f}{statistics.median(ref[1]):>9.1f}"
-             f"{REFERENCE.dt * 1e6 / statistics.median(ref[1]):>7.2f}"
-             f"  (bound {100 * bound:.2f} cm)", ref[0])]
+    refined = [(label, setting, ensemble(name, setting[0], a.duration, a.members, setting[1]))
+               for label, setting in refinements(a.refinements).items()]
     pool = None
+    if a.refinements > 1:
+        pool = _pooled([ref[0]] + [out[0] for _, _, out in refined if out is not None])
+    print(f"{name:<32}{'explicit':>15}{REFERENCE.dt * 1e3:>6.2f}{REFERENCE.u_tol:>7.0e}"
+          f"{'ref':>9}{'':>8}{100 * spread(ref[0]):>10.2f}{travel_ref:>9.3f}{'':>7}"
+          f"{statistics.mean(ref[2]):>8.1f}{statistics.median(ref[1]):>9.1f}"
+          f"{REFERENCE.dt * 1e6 / statistics.median(ref[1]):>7.2f}"
+          f"  (bound {100 * bound:.2f} cm)"
+          + ("" if pool is None else f"{100 * _bias(ref[0], pool).max():>10.2f}"), flush=True)
+    for label, (solver, _), out in refined:
+        _report(name, label, solver, out, ref_mean, pool, bound, verdict)
     for label, (solver, snake) in configs:
-        dt_ms = solver.dt * 1e3
-        head = f"{name:<32}{label:>15}{dt_ms:>6.2f}{solver.u_tol:>7.0e}"
         out = ensemble(name, solver, a.duration, a.members, snake)
-        if out is None:
-            row, members = f"{head}   diverges (StateError)", None
-            verdict[(label, dt_ms, solver.u_tol)] = False
-        else:
-            ok, row = _row(head, out, ref_mean, pool, bound, dt_ms)
-            members = out[0]
-            if not label.startswith("reference"):
-                key = (label, dt_ms, solver.u_tol)
-                verdict[key] = verdict.get(key, True) and ok
-        held.append((row, members))
-        if label in refined and label != refined[-1]:
-            continue   # held until the pool is known
-        if label in refined:
-            pool = _pooled([m for _, m in held if m is not None])
-        print("\n".join(r if pool is None or m is None or label not in refined
-                        else f"{r}{100 * _bias(m, pool).max():>10.2f}" for r, m in held),
-              flush=True)
-        held = []
+        _report(name, label, solver, out, ref_mean, pool, bound, verdict)
+
+
+def _report(name: str, label: str, solver: SolverParams, out, ref_mean: np.ndarray,
+            pool: np.ndarray | None, bound: float, verdict: dict) -> None:
+    """Print a configuration's row (None: it diverged) and note in verdict
+    whether it stays within the bound (the reference's own rows aside)."""
+    dt_ms = solver.dt * 1e3
+    head = f"{name:<32}{label:>15}{dt_ms:>6.2f}{solver.u_tol:>7.0e}"
+    key = (label, dt_ms, solver.u_tol)
+    if out is None:
+        print(f"{head}   diverges (StateError)", flush=True)
+        verdict[key] = False
+        return
+    ok, row = _row(head, out, ref_mean, pool, bound, dt_ms)
+    print(row, flush=True)
+    if not label.startswith("reference"):
+        verdict[key] = verdict.get(key, True) and ok
 
 
 def _pooled(members: list[np.ndarray]) -> np.ndarray:
