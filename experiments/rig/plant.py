@@ -92,7 +92,7 @@ class SimulatedAiko:
         self._rec_t = np.empty(RECORD_START)
         self._rec_x = np.empty((RECORD_START, len(self.group), 2, 2))
         self._rec_lo = self._rec_hi = 0
-        self._half = np.repeat(0.5 * self.group.backlash()[:, None], 2, axis=1)
+        self._half = _half_play(self.group.backlash())
         self._play = _play_array(self._half)     # the compiled loop's, kept
         self._loop_state: SnakeState | None = None   # the state the loop steps in place
         self._kin: tuple[np.ndarray, ...] = ()
@@ -265,6 +265,11 @@ def _loop_motion(theta: np.ndarray, play: np.ndarray) -> tuple[np.ndarray, ...]:
     return (np.array(theta, dtype=float), play, np.empty((nj + 1, 3, 3)), np.empty((nj, 4)))
 
 
+def _half_play(backlash: np.ndarray) -> np.ndarray:
+    """Half of each joint's free play (n-1,), rad, for both of its axes: (n-1, 2)."""
+    return np.repeat(0.5 * np.asarray(backlash, dtype=float)[:, None], 2, axis=1)
+
+
 def _play_array(half: np.ndarray) -> np.ndarray:
     """The play [half_h, half_v, driven_h, driven_v] (n-1, 4) plant_ticks
     takes, from half (n-1, 2) (the driven flags are set at every tick)."""
@@ -418,8 +423,7 @@ def drive_plant(model: SnakeModel, state: SnakeState, t_refs: np.ndarray, refs: 
     angles = model.joint_angles(start)
     modules.set_angles(angles)
     n = model.n
-    half = 0.5 * modules.backlash()
-    motion = _loop_motion(modules.motor_angles(), _play_array(np.column_stack([half, half])))
+    motion = _loop_motion(modules.motor_angles(), _play_array(_half_play(modules.backlash())))
     body = (start.q, start.u, start.P, start.active, start.dP)
     bank, codes, events = modules.kernel_arrays(PLANT_TICK)   # the first tick is the longest
     sample_dt = 1.0 / rate
